@@ -1,0 +1,18 @@
+"""CLI command groups. Each module exposes ``register(subparsers)``; add new ones to COMMANDS."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from widehouse.commands import config_cmd, services_cmd, smoke_cmd
+
+SubParsers = Any  # argparse._SubParsersAction is private; its type is not part of the API
+
+COMMANDS: tuple[Callable[[SubParsers], None], ...] = (
+    services_cmd.register,
+    config_cmd.register,
+    smoke_cmd.register,
+)
+
+__all__ = ["COMMANDS", "SubParsers"]

@@ -1,0 +1,39 @@
+"""``widehouse config``: the effective settings (secrets masked), or the variable reference."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from widehouse.commands.table import render
+from widehouse.settings import VARIABLES, Settings, describe
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("config", help="show the effective settings")
+    parser.add_argument(
+        "--variables", action="store_true", help="list every WIDEHOUSE_* variable with its default"
+    )
+    parser.add_argument(
+        "--markdown", action="store_true", help="with --variables: a Markdown table (the README's)"
+    )
+    parser.set_defaults(func=run)
+
+
+def variables_markdown() -> str:
+    """The README's configuration table."""
+    lines = ["| Variable | Default | Meaning |", "|---|---|---|"]
+    for v in VARIABLES:
+        default = v.default if v.default.startswith("(") else f"`{v.default}`"
+        lines.append(f"| `{v.name}` | {default} | {v.help.replace('|', '/')} |")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    if args.variables and args.markdown:
+        print(variables_markdown())
+    elif args.variables:
+        print(render(("variable", "default", "meaning"), [(v.name, v.default, v.help) for v in VARIABLES]))
+    else:
+        print(render(("setting", "value"), describe(settings)))
+    return 0

@@ -1,0 +1,49 @@
+"""Widehouse's exception hierarchy.
+
+Every error the library raises on purpose is a :class:`WidehouseError`. Each integration has one
+child class, so callers (the CLI, Airflow tasks, tests) can catch what they can handle and let the
+rest surface. Messages name the offending setting, service, topic, column or option, and the cause
+is always chained (``raise ... from exc``).
+"""
+
+from __future__ import annotations
+
+
+class WidehouseError(Exception):
+    """Base class of every error Widehouse raises deliberately."""
+
+
+class ConfigError(WidehouseError):
+    """A setting (environment variable, option, file) has a bad or missing value."""
+
+
+class ServiceError(WidehouseError):
+    """A local service (Pulsar, HBase, HBase Thrift) failed to start, stop or answer."""
+
+
+class PortInUseError(ServiceError):
+    """A port a local service needs is already taken by another process."""
+
+
+class SetupError(WidehouseError):
+    """A part that `make setup` installs (JVM distribution, jars, venv) is missing."""
+
+
+class ClickHouseError(WidehouseError):
+    """ClickHouse (embedded chDB or a server) rejected a request or cannot be reached."""
+
+
+class CatalogError(WidehouseError):
+    """The topic / wide-table catalog in schemas/ is invalid."""
+
+
+class PulsarError(WidehouseError):
+    """Pulsar (client, admin REST or the Spark source) failed or was misused."""
+
+
+class PlanError(WidehouseError):
+    """The slot planner got input it cannot plan."""
+
+
+class HBaseError(WidehouseError):
+    """HBase through Thrift failed."""

@@ -1,0 +1,146 @@
+"""Apache Pulsar 4.0 standalone on loopback, from the server distribution Maven resolved.
+
+Configuration is rendered from the distribution's own ``conf/standalone.conf`` with Widehouse's
+overrides (so a Pulsar upgrade keeps its new defaults) into the service directory. Metadata lives in
+RocksDB (the standalone default, no ZooKeeper), one bookie with quorums of 1, no functions worker, no
+stream storage, no WebSocket; topics are never deleted for inactivity and topic stats refresh every
+5 seconds so the planner sees live traffic.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.request
+from pathlib import Path
+
+from widehouse.errors import SetupError
+from widehouse.services.base import LocalService, java_bin, require_dir
+from widehouse.services.process import PortSpec, port_is_open
+
+
+def pulsar_overrides(broker_port: int, web_port: int) -> dict[str, str]:
+    """standalone.conf keys Widehouse sets; everything else keeps the distribution default."""
+    return {
+        "bindAddress": "127.0.0.1",
+        "advertisedAddress": "127.0.0.1",
+        "bindAddresses": "",
+        # the embedded bookie reads this file too: keep it on loopback
+        "listeningInterface": "lo",
+        "brokerServicePort": str(broker_port),
+        "webServicePort": str(web_port),
+        "clusterName": "standalone",
+        "brokerDeleteInactiveTopicsEnabled": "false",
+        "statsUpdateInitialDelayInSecs": "5",
+        "statsUpdateFrequencyInSecs": "5",
+        "webSocketServiceEnabled": "false",
+        "functionsWorkerEnabled": "false",
+        "managedLedgerDefaultEnsembleSize": "1",
+        "managedLedgerDefaultWriteQuorum": "1",
+        "managedLedgerDefaultAckQuorum": "1",
+        # a per-partition message index on every entry: lets readers count messages between offsets
+        "brokerEntryMetadataInterceptors": (
+            "org.apache.pulsar.common.intercept.AppendIndexMetadataInterceptor"
+        ),
+        "exposingBrokerEntryMetadataToClientEnabled": "true",
+        # local single-node durability: the OS page cache is enough and keeps the 2-core box responsive
+        "journalSyncData": "false",
+        "allowAutoTopicCreation": "true",
+        "allowAutoTopicCreationType": "non-partitioned",
+    }
+
+
+def render_conf(template: str, overrides: dict[str, str]) -> str:
+    """Set ``key=value`` lines in a Java properties file, appending keys the template lacks."""
+    remaining = dict(overrides)
+    out: list[str] = []
+    for line in template.splitlines():
+        match = re.match(r"^([A-Za-z0-9_.]+)=", line)
+        if match and match.group(1) in remaining:
+            key = match.group(1)
+            out.append(f"{key}={remaining.pop(key)}")
+        else:
+            out.append(line)
+    if remaining:
+        out.append("")
+        out.append("# --- added by widehouse ---")
+        out.extend(f"{k}={v}" for k, v in remaining.items())
+    return "\n".join(out) + "\n"
+
+
+class PulsarStandalone(LocalService):
+    name = "pulsar"
+
+    @property
+    def home(self) -> Path:
+        base = require_dir(self.local.vendor_dir / "pulsar", "the Pulsar distribution")
+        homes = sorted(p for p in base.glob("apache-pulsar-*") if (p / "bin" / "pulsar").is_file())
+        if not homes:
+            raise SetupError(f"no apache-pulsar-* distribution under {base}; run `make setup`")
+        return homes[-1]
+
+    @property
+    def conf_file(self) -> Path:
+        return self.dir / "conf" / "standalone.conf"
+
+    @property
+    def admin_url(self) -> str:
+        return f"http://127.0.0.1:{self.local.pulsar_web_port}"
+
+    def ports(self) -> tuple[PortSpec, ...]:
+        return (
+            PortSpec("broker", self.local.pulsar_broker_port, "WIDEHOUSE_PULSAR_BROKER_PORT"),
+            PortSpec("web/admin", self.local.pulsar_web_port, "WIDEHOUSE_PULSAR_WEB_PORT"),
+        )
+
+    def prepare(self) -> None:
+        template = (self.home / "conf" / "standalone.conf").read_text()
+        self.conf_file.parent.mkdir(parents=True, exist_ok=True)
+        overrides = pulsar_overrides(self.local.pulsar_broker_port, self.local.pulsar_web_port)
+        self.conf_file.write_text(render_conf(template, overrides))
+        for sub in ("data", "tmp"):
+            (self.dir / sub).mkdir(parents=True, exist_ok=True)
+
+    def environment(self) -> dict[str, str]:
+        local = self.local
+        env = {
+            "PULSAR_STANDALONE_CONF": str(self.conf_file),
+            "PULSAR_LOG_DIR": str(self.dir / "logs"),
+            "PULSAR_MEM": (
+                f"-Xms128m -Xmx{local.pulsar_heap} -XX:MaxDirectMemorySize={local.pulsar_direct_memory}"
+            ),
+            "PULSAR_GC": "-XX:+UseG1GC -XX:MaxGCPauseMillis=50 -XX:+PerfDisableSharedMem",
+            "PULSAR_GC_LOG": " ",
+            "PULSAR_EXTRA_OPTS": f"{self.marker} -Dpulsar.allocator.exit_on_oom=true "
+            f"-Djava.io.tmpdir={self.dir / 'tmp'}",
+        }
+        if local.java_home:
+            env["JAVA_HOME"] = local.java_home
+        return env
+
+    def command(self) -> tuple[str, ...]:
+        java_bin(self.local)  # fail early with a clear message when no suitable JDK is present
+        data = self.dir / "data"
+        return (
+            str(self.home / "bin" / "pulsar"),
+            "standalone",
+            "--no-functions-worker",
+            "--no-stream-storage",
+            "--bookkeeper-dir",
+            str(data / "bookkeeper"),
+            "--metadata-dir",
+            str(data / "metadata"),
+        )
+
+    def probe(self) -> str | None:
+        if not port_is_open(self.local.pulsar_broker_port):
+            return "broker port not open yet"
+        url = f"{self.admin_url}/admin/v2/namespaces/public"
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 - loopback http
+                namespaces = json.loads(response.read())
+        except OSError as exc:
+            return f"admin REST not answering: {exc}"
+        if "public/default" not in namespaces:
+            return "namespace public/default not created yet"
+        return None

@@ -1,0 +1,79 @@
+"""Shared fixtures.
+
+- ``settings``: Settings for this test session. State (chDB data, Delta tables, Hive metastore,
+  checkpoints, and services started by the tests) lives in a fresh temporary state dir; service
+  endpoints come from the environment / defaults, so tests can target other services by URL.
+- ``services``: the real local services. Reused when they already answer on the configured ports
+  (e.g. a developer ran ``widehouse services up``) and then left running; otherwise started once
+  for the session and stopped at its end.
+- ``spark``: one local SparkSession (Delta + Hive) for the session, tuned small.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from widehouse.services import ServiceManager
+from widehouse.settings import Settings, load_settings
+
+SPARK_TEST_CONF = {
+    "spark.master": "local[2]",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.ui.enabled": "false",
+    "spark.driver.memory": "2g",
+    "spark.databricks.delta.snapshotPartitions": "2",
+    "spark.sql.streaming.stopTimeout": "30s",
+}
+
+
+def settings_for(state_dir: Path, **overrides: str) -> Settings:
+    """Settings over the current environment with the state dir (and anything else) replaced."""
+    env = {**os.environ, "WIDEHOUSE_STATE_DIR": str(state_dir), **overrides}
+    return load_settings(env)
+
+
+@pytest.fixture(scope="session")
+def state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("state")
+
+
+@pytest.fixture(scope="session")
+def settings(state_dir: Path) -> Settings:
+    return settings_for(state_dir)
+
+
+@pytest.fixture(scope="session")
+def services(settings: Settings) -> Iterator[Settings]:
+    """Real Pulsar, HBase and HBase Thrift for the session (reused if already running)."""
+    manager = ServiceManager(settings.local)
+    already_up = all(_answers(service) for service in manager.services.values())
+    if already_up:
+        yield settings
+        return
+    started = manager.up()
+    try:
+        yield settings
+    finally:
+        manager.down(started)
+
+
+def _answers(service: Any) -> bool:
+    try:
+        return service.probe() is None
+    except Exception:  # a probe of a stopped service may raise (connection refused)
+        return False
+
+
+@pytest.fixture(scope="session")
+def spark(settings: Settings) -> Iterator[Any]:
+    from widehouse.spark.session import build_session
+
+    session = build_session(settings, "widehouse-tests", overrides=SPARK_TEST_CONF)
+    yield session
+    session.stop()

@@ -1,0 +1,79 @@
+"""The real ClickHouse engine (embedded chDB by default) through clickhouse-connect."""
+
+from __future__ import annotations
+
+import uuid
+
+import pyarrow as pa
+import pytest
+
+from widehouse import clickhouse
+from widehouse.errors import ClickHouseError
+from widehouse.settings import ClickHouseSettings, Settings
+
+
+def test_create_insert_arrow_and_query(settings: Settings) -> None:
+    client = clickhouse.connect(settings.clickhouse)
+    table = f"it_{uuid.uuid4().hex[:8]}"
+    client.command(
+        f"CREATE TABLE {table} (uid String, hour DateTime('UTC'), events UInt64, amount Float64) "
+        "ENGINE = MergeTree ORDER BY (uid, hour)"
+    )
+    data = pa.table(
+        {
+            "uid": ["u1", "u2", "u1"],
+            "hour": pa.array([1_700_000_000, 1_700_000_000, 1_700_003_600], pa.timestamp("s", tz="UTC")),
+            "events": pa.array([3, 4, 5], pa.uint64()),
+            "amount": [1.5, 2.0, 0.25],
+        }
+    )
+    client.insert_arrow(table, data)
+    assert client.query(
+        f"SELECT uid, sum(events), sum(amount) FROM {table} GROUP BY uid ORDER BY uid"
+    ).result_rows == [
+        ("u1", 8, 1.75),
+        ("u2", 4, 2.0),
+    ]
+    back = client.query_arrow(f"SELECT uid, events FROM {table} ORDER BY uid, hour")
+    assert back.column("uid").to_pylist() == ["u1", "u1", "u2"]
+    assert client.query("SELECT currentDatabase()").result_rows == [(settings.clickhouse.database,)]
+    client.command(f"DROP TABLE {table}")
+
+
+def test_engine_data_persists_across_clients(settings: Settings) -> None:
+    table = f"it_{uuid.uuid4().hex[:8]}"
+    first = clickhouse.connect(settings.clickhouse)
+    first.command(f"CREATE TABLE {table} (x UInt8) ENGINE = MergeTree ORDER BY x")
+    first.insert(table, [[1], [2]], column_names=["x"])
+    second = clickhouse.connect(settings.clickhouse)
+    assert second.query(f"SELECT count() FROM {table}").result_rows == [(2,)]
+
+
+def test_a_second_process_on_the_same_embedded_path_is_refused_clearly(settings: Settings) -> None:
+    """chDB's rule: one process per data path. The error must say so, not just 'BAD_ARGUMENTS'."""
+    import subprocess
+    import sys
+
+    holder = clickhouse.connect(settings.clickhouse)  # this process holds the path while it has a client
+    code = (
+        "from widehouse import clickhouse\n"
+        "from widehouse.settings import ClickHouseSettings\n"
+        f"clickhouse.connect(ClickHouseSettings(dsn={settings.clickhouse.dsn!r}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode != 0
+    assert "held by another process" in out.stderr
+    assert holder.query("SELECT 1").result_rows == [(1,)]
+
+
+def test_unreachable_server_is_a_clear_error() -> None:
+    with pytest.raises(ClickHouseError, match=r"ClickHouse at http://default:\*\*\*@127.0.0.1:1"):
+        clickhouse.connect(ClickHouseSettings(dsn="http://default:pw@127.0.0.1:1/wh"), connect_timeout=2)
+
+
+def test_database_from_the_dsn_path_wins() -> None:
+    s = ClickHouseSettings(dsn="https://u:p@ch.example:8443/analytics", database="wh")
+    assert clickhouse.database_name(s) == "analytics"
+    assert clickhouse.database_name(ClickHouseSettings(dsn="chdb:///data/ch", database="wh")) == "wh"
+    with pytest.raises(ClickHouseError, match="not a plain identifier"):
+        clickhouse.database_name(ClickHouseSettings(dsn="http://h:1/a-b", database="wh"))

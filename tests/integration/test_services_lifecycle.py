@@ -1,0 +1,96 @@
+"""`widehouse services up|status|down` on the real JVM services, as a user runs them.
+
+Runs a second, private set of services (own state dir, own free ports) so it can stop them without
+disturbing the session's shared services.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from widehouse.services.process import find_marked_pids
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+PORT_VARIABLES = (
+    "WIDEHOUSE_PULSAR_BROKER_PORT",
+    "WIDEHOUSE_PULSAR_WEB_PORT",
+    "WIDEHOUSE_HBASE_ZK_PORT",
+    "WIDEHOUSE_HBASE_MASTER_PORT",
+    "WIDEHOUSE_HBASE_MASTER_INFO_PORT",
+    "WIDEHOUSE_HBASE_REGIONSERVER_PORT",
+    "WIDEHOUSE_HBASE_THRIFT_PORT",
+    "WIDEHOUSE_HBASE_THRIFT_INFO_PORT",
+)
+
+
+def free_ports(count: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def cli(env: dict[str, str], *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "widehouse", "services", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def test_up_twice_status_crash_and_down_leave_nothing(tmp_path: Path) -> None:
+    env = {**os.environ, "WIDEHOUSE_STATE_DIR": str(tmp_path / "state")}
+    env.update(zip(PORT_VARIABLES, map(str, free_ports(len(PORT_VARIABLES))), strict=True))
+    markers = [
+        f"-Dwidehouse.service={name}@{tmp_path / 'state'}" for name in ("pulsar", "hbase", "hbase-thrift")
+    ]
+    try:
+        t0 = time.monotonic()
+        up = cli(env, "up")
+        elapsed = time.monotonic() - t0
+        assert up.returncode == 0, up.stdout + up.stderr
+        assert "all selected services healthy" in up.stdout
+        print(f"services up (cold) took {elapsed:.1f}s")
+
+        status = cli(env, "status")
+        assert status.returncode == 0
+        assert [line.split()[1] for line in status.stdout.splitlines()[2:]] == ["running"] * 3
+
+        again = cli(env, "up")
+        assert again.returncode == 0
+        assert again.stdout.count("already running") == 3
+        assert "starting" not in again.stdout
+
+        # a crashed service: its pid file is stale; status says so and `up` restarts only it
+        thrift_pid = int((tmp_path / "state/services/hbase-thrift/hbase-thrift.pid").read_text().split()[0])
+        os.kill(thrift_pid, signal.SIGKILL)
+        time.sleep(1)
+        status = cli(env, "status")
+        assert status.returncode == 3
+        states = {line.split()[0]: line.split()[1] for line in status.stdout.splitlines()[2:]}
+        assert states == {"pulsar": "running", "hbase": "running", "hbase-thrift": "stopped"}
+        restart = cli(env, "up")
+        assert restart.returncode == 0, restart.stderr
+        assert "hbase-thrift: starting" in restart.stdout
+        assert "pulsar: already running" in restart.stdout
+    finally:
+        down = cli(env, "down")
+    assert down.returncode == 0, down.stderr
+    assert all(find_marked_pids(m) == [] for m in markers)
+    assert not list((tmp_path / "state" / "services").glob("*/*.pid"))
