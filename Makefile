@@ -10,13 +10,14 @@ PY := $(VENV)/bin/python
 VENDOR := $(or $(WIDEHOUSE_VENDOR_DIR),$(CURDIR)/.vendor)
 MVN := scripts/mvn.sh
 PYTEST_ARGS ?=
+BENCH ?=
 
 PY_STAMP := $(VENV)/.widehouse-installed
 PULSAR_STAMP := $(VENDOR)/pulsar/.resolved
 HBASE_STAMP := $(VENDOR)/hbase/.resolved
 DELTA_STAMP := $(VENDOR)/delta/.resolved
 
-.PHONY: help setup up down status demo smoke test test-unit test-integration lint format typecheck bench clean clean-state
+.PHONY: help setup up down status demo smoke test test-unit test-integration lint format bench clean clean-state
 
 help: ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -80,8 +81,8 @@ format: setup ## apply ruff's formatting and safe fixes
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-bench: setup ## run the benchmarks (prints tables; see bench/README.md)
-	$(PY) -m bench
+bench: setup ## run a benchmark: make bench BENCH="<name> [options]" (no BENCH: list them)
+	$(PY) -m bench $(BENCH)
 
 clean-state: down ## delete local state (service data, tables, checkpoints)
 	rm -rf .state

@@ -1,0 +1,1 @@
+"""Widehouse benchmarks: ``python -m bench <name> [options]`` runs ``bench/<name>.py``."""

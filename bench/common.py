@@ -1,0 +1,73 @@
+"""Helpers shared by the benchmarks: timing, medians, a table printer, and a result file."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+RESULTS_DIR = Path(__file__).parent / "results"
+
+
+def timed(fn: Callable[[], T]) -> tuple[T, float]:
+    """Run ``fn`` once; return its result and the elapsed wall time in seconds."""
+    t0 = time.perf_counter()
+    result = fn()
+    return result, time.perf_counter() - t0
+
+
+def median_time(fn: Callable[[], object], runs: int = 5, warmup: int = 1) -> float:
+    """Median wall time of ``runs`` calls after ``warmup`` untimed calls."""
+    for _ in range(warmup):
+        fn()
+    return statistics.median(timed(fn)[1] for _ in range(runs))
+
+
+def machine() -> str:
+    return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def table(title: str, header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A plain-text table with a title line, right-aligned numbers."""
+    cells = [[_fmt(c) for c in header], *[[_fmt(c) for c in row] for row in rows]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+
+    def line(row: list[str]) -> str:
+        return "  ".join(c.rjust(w) if _numeric(c) else c.ljust(w) for c, w in zip(row, widths, strict=True))
+
+    out = [title, line(cells[0]), "  ".join("-" * w for w in widths)]
+    out += [line(r) for r in cells[1:]]
+    return "\n".join(out)
+
+
+def save(name: str, payload: dict[str, Any]) -> Path:
+    """Write the figures as JSON under bench/results/ (git-ignored) for later comparison."""
+    RESULTS_DIR.mkdir(exist_ok=True)
+    path = RESULTS_DIR / f"{name}-{time.strftime('%Y%m%dT%H%M%S')}.json"
+    path.write_text(json.dumps({"machine": machine(), **payload}, indent=2, default=str))
+    return path
+
+
+def _fmt(value: object) -> str:
+    if isinstance(value, float):
+        if value == 0:
+            return "0"
+        if abs(value) >= 100:
+            return f"{value:,.0f}"
+        if abs(value) >= 1:
+            return f"{value:.2f}"
+        return f"{value:.4f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def _numeric(text: str) -> bool:
+    return text.replace(",", "").replace(".", "", 1).replace("-", "", 1).replace("x", "").isdigit()
