@@ -12,6 +12,7 @@ variable; nothing in the code assumes local mode.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -118,6 +119,44 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("WIDEHOUSE_HBASE_THRIFT_INFO_PORT", "9095", "Local HBase Thrift server web port."),
     Variable("WIDEHOUSE_HBASE_THRIFT_HEAP", "256m", "Local HBase Thrift server: JVM heap."),
     Variable("WIDEHOUSE_SERVICE_START_TIMEOUT", "180", "Seconds a local service may take to become healthy."),
+    Variable(
+        "WIDEHOUSE_PLAN_SLOT_CAPACITY",
+        "20000000",
+        "Slot planner: load one core carries, in bytes/s (a message counts its bytes plus the message cost).",
+    ),
+    Variable(
+        "WIDEHOUSE_PLAN_MESSAGE_COST",
+        "500",
+        "Slot planner: bytes charged per message on top of its size, so tiny high-rate topics count.",
+    ),
+    Variable(
+        "WIDEHOUSE_PLAN_TARGET_FILL",
+        "0.8",
+        "Slot planner: share of a core's capacity that packed groups (and isolated topics) are planned to.",
+    ),
+    Variable(
+        "WIDEHOUSE_PLAN_ISOLATION",
+        "0.5",
+        "Slot planner: topics heavier than this share of a core get a group of their own (<= target fill).",
+    ),
+    Variable(
+        "WIDEHOUSE_PLAN_PARTITION_CAPACITY",
+        "5000000",
+        "Slot planner: load one Pulsar partition is planned to carry, in bytes/s.",
+    ),
+    Variable("WIDEHOUSE_PLAN_MAX_PARTITIONS", "64", "Slot planner: most partitions it plans for a topic."),
+    Variable("WIDEHOUSE_PLAN_MAX_GROUP_TOPICS", "1000", "Slot planner: most topics in one packed group."),
+    Variable(
+        "WIDEHOUSE_PLAN_IMBALANCE",
+        "0.25",
+        "Slot planner: drift tolerated (over the target load, over the fewest groups) before a replan "
+        "moves topics.",
+    ),
+    Variable(
+        "WIDEHOUSE_PLAN_SMOOTHING",
+        "5",
+        "Slot planner: live traffic is the median of the last N stats observations kept in the state dir.",
+    ),
 )
 
 _KNOWN = {v.name for v in VARIABLES}
@@ -210,6 +249,58 @@ class LocalServicesSettings:
 
 
 @dataclass(frozen=True)
+class PlannerSettings:
+    """Knobs of the slot planner (:mod:`widehouse.planner` documents the model).
+
+    Loads are bytes/s equivalents: ``byte_rate + msg_rate * message_cost``. Construction validates
+    every field and raises :class:`ConfigError` naming it.
+    """
+
+    slot_capacity: float = 20_000_000.0
+    """Load one core carries (bytes/s equivalent); to be calibrated by the benchmarks."""
+    message_cost: float = 500.0
+    """Bytes charged per message on top of its size."""
+    target_fill: float = 0.8
+    """Packed groups are filled to ``target_fill * slot_capacity``; isolated topics get cores to match."""
+    isolation: float = 0.5
+    """Topics heavier than ``isolation * slot_capacity`` get a group of their own."""
+    partition_capacity: float = 5_000_000.0
+    """Load one Pulsar partition is planned to carry."""
+    max_partitions: int = 64
+    """Most partitions planned for a topic (a topic that already has more keeps them)."""
+    max_group_topics: int = 1000
+    """Most topics in one packed group."""
+    imbalance: float = 0.25
+    """Drift tolerated before a replan moves topics (over the target load, over the fewest groups)."""
+    smoothing: int = 5
+    """Live traffic: median of the last ``smoothing`` observations."""
+
+    def __post_init__(self) -> None:
+        checks: tuple[tuple[str, bool, str], ...] = (
+            ("slot_capacity", self.slot_capacity > 0, "must be > 0"),
+            ("message_cost", self.message_cost >= 0, "must be >= 0"),
+            ("target_fill", 0 < self.target_fill <= 1, "must be in (0, 1]"),
+            ("isolation", 0 < self.isolation <= 1, "must be in (0, 1]"),
+            ("partition_capacity", self.partition_capacity > 0, "must be > 0"),
+            ("max_partitions", self.max_partitions >= 1, "must be >= 1"),
+            ("max_group_topics", self.max_group_topics >= 1, "must be >= 1"),
+            ("imbalance", self.imbalance >= 0, "must be >= 0"),
+            ("smoothing", self.smoothing >= 1, "must be >= 1"),
+        )
+        for name, ok, rule in checks:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                raise ConfigError(f"planner setting {name}={value!r} must be a finite number")
+            if not ok:
+                raise ConfigError(f"planner setting {name}={value!r} {rule}")
+        if self.isolation > self.target_fill:
+            raise ConfigError(
+                f"planner setting isolation={self.isolation!r} must be <= target_fill={self.target_fill!r}: "
+                "a topic too heavy to pack under the target fill has to be isolated"
+            )
+
+
+@dataclass(frozen=True)
 class Settings:
     """Everything a Widehouse process needs to know about its environment."""
 
@@ -222,6 +313,7 @@ class Settings:
     hive: HiveSettings
     spark: SparkSettings
     local: LocalServicesSettings
+    planner: PlannerSettings = field(default_factory=PlannerSettings)
 
 
 def mask_url(url: str) -> str:
@@ -288,6 +380,20 @@ def _parse_positive_float(value: str) -> float:
     number = float(value)
     if number <= 0:
         raise ValueError("must be a positive number")
+    return number
+
+
+def _parse_non_negative_float(value: str) -> float:
+    number = float(value)
+    if not number >= 0 or number == float("inf"):
+        raise ValueError("must be a finite number >= 0")
+    return number
+
+
+def _parse_fraction(value: str) -> float:
+    number = float(value)
+    if not 0 < number <= 1:
+        raise ValueError("must be a number in (0, 1]")
     return number
 
 
@@ -432,6 +538,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         local_dir=str(state_dir / "spark" / "tmp"),
     )
 
+    planner = _load_planner(env)
+
     return Settings(
         state_dir=state_dir,
         schemas_dir=schemas_dir,
@@ -442,7 +550,38 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         hive=hive,
         spark=spark,
         local=local,
+        planner=planner,
     )
+
+
+def _load_planner(env: _Env) -> PlannerSettings:
+    default = PlannerSettings()
+    try:
+        return PlannerSettings(
+            slot_capacity=env.get(
+                "WIDEHOUSE_PLAN_SLOT_CAPACITY", default.slot_capacity, _parse_positive_float
+            ),
+            message_cost=env.get(
+                "WIDEHOUSE_PLAN_MESSAGE_COST", default.message_cost, _parse_non_negative_float
+            ),
+            target_fill=env.get("WIDEHOUSE_PLAN_TARGET_FILL", default.target_fill, _parse_fraction),
+            isolation=env.get("WIDEHOUSE_PLAN_ISOLATION", default.isolation, _parse_fraction),
+            partition_capacity=env.get(
+                "WIDEHOUSE_PLAN_PARTITION_CAPACITY", default.partition_capacity, _parse_positive_float
+            ),
+            max_partitions=env.get(
+                "WIDEHOUSE_PLAN_MAX_PARTITIONS", default.max_partitions, _parse_positive_int
+            ),
+            max_group_topics=env.get(
+                "WIDEHOUSE_PLAN_MAX_GROUP_TOPICS", default.max_group_topics, _parse_positive_int
+            ),
+            imbalance=env.get("WIDEHOUSE_PLAN_IMBALANCE", default.imbalance, _parse_non_negative_float),
+            smoothing=env.get("WIDEHOUSE_PLAN_SMOOTHING", default.smoothing, _parse_positive_int),
+        )
+    except ConfigError as exc:
+        if "WIDEHOUSE_PLAN_" in str(exc):
+            raise
+        raise ConfigError(f"WIDEHOUSE_PLAN_* settings: {exc}") from exc
 
 
 def _parse_dir(value: str) -> Path:
@@ -492,4 +631,10 @@ def describe(settings: Settings) -> list[tuple[str, str]]:
         ("hive warehouse", s.hive.warehouse_dir),
         ("spark master", s.spark.master),
         ("spark jars", ", ".join(s.spark.jars) or "(none)"),
+        (
+            "slot planner",
+            f"capacity {s.planner.slot_capacity:,.0f} B/s, message cost {s.planner.message_cost:,.0f} B, "
+            f"target fill {s.planner.target_fill:g}, isolation {s.planner.isolation:g}, "
+            f"partition capacity {s.planner.partition_capacity:,.0f} B/s",
+        ),
     ]

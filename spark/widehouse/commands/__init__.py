@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from widehouse.commands import config_cmd, services_cmd, smoke_cmd
+from widehouse.commands import config_cmd, plan_cmd, services_cmd, smoke_cmd
 
 SubParsers = Any  # argparse._SubParsersAction is private; its type is not part of the API
 
@@ -13,6 +13,7 @@ COMMANDS: tuple[Callable[[SubParsers], None], ...] = (
     services_cmd.register,
     config_cmd.register,
     smoke_cmd.register,
+    plan_cmd.register,
 )
 
 __all__ = ["COMMANDS", "SubParsers"]
