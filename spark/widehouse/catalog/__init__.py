@@ -1,0 +1,65 @@
+"""The catalog: topics (payload schemas, key, event time, column mappings) and wide tables.
+
+``load_catalog(schemas_dir)`` reads and validates ``schemas/`` into frozen objects; everything else
+(Spark schemas, ClickHouse DDL, Delta schemas, HBase columns, the generator, the reference parser)
+is derived from it. This package is light: no pyspark (see :mod:`widehouse.spark.catalog_schema`).
+"""
+
+from __future__ import annotations
+
+from widehouse.catalog.eventtime import (
+    DAY_MS,
+    DEFAULT_RULES,
+    HOUR_MS,
+    EventTimeRules,
+    classify_event_time,
+    day_start,
+    hour_start,
+)
+from widehouse.catalog.filters import Filter, FilterError, parse_filter
+from widehouse.catalog.loader import load_catalog
+from widehouse.catalog.model import (
+    AGGREGATES,
+    Catalog,
+    ColumnMapping,
+    OfflineColumn,
+    OfflineSource,
+    Topic,
+    Traffic,
+    WideColumn,
+    WideTable,
+)
+from widehouse.catalog.parse import REJECTION_REASONS, Accepted, Rejected, parse_event
+from widehouse.catalog.problems import CatalogValidationError, Problem
+from widehouse.catalog.types import Field, FieldType
+
+__all__ = [
+    "AGGREGATES",
+    "DAY_MS",
+    "DEFAULT_RULES",
+    "HOUR_MS",
+    "REJECTION_REASONS",
+    "Accepted",
+    "Catalog",
+    "CatalogValidationError",
+    "ColumnMapping",
+    "EventTimeRules",
+    "Field",
+    "FieldType",
+    "Filter",
+    "FilterError",
+    "OfflineColumn",
+    "OfflineSource",
+    "Problem",
+    "Rejected",
+    "Topic",
+    "Traffic",
+    "WideColumn",
+    "WideTable",
+    "classify_event_time",
+    "day_start",
+    "hour_start",
+    "load_catalog",
+    "parse_event",
+    "parse_filter",
+]

@@ -1,0 +1,89 @@
+"""Event-time rules shared by the generator's manifest and the streaming job.
+
+An event's time is judged against the time Pulsar stamped when it was published:
+
+- **bad** ("absurd", goes to quarantine): missing, ``<= 0``, more than ``max_future`` ahead of the
+  publish time, or more than ``max_age`` behind it;
+- **late** (kept in the late table, *not* in wide rows): more than ``lateness`` behind it;
+- **ok** otherwise.
+
+Periods are UTC: ``hour = floor(event_ms / 3_600_000)`` and ``day = floor(event_ms / 86_400_000)``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal
+
+HOUR_MS = 3_600_000
+DAY_MS = 86_400_000
+
+Verdict = Literal["ok", "late", "bad"]
+
+
+@dataclass(frozen=True)
+class EventTimeRules:
+    """Limits in milliseconds; the catalog's ``event_time`` section sets them (defaults below)."""
+
+    lateness_ms: int = HOUR_MS
+    max_future_ms: int = 5 * 60_000
+    max_age_ms: int = 7 * DAY_MS
+
+    def __post_init__(self) -> None:
+        if self.lateness_ms <= 0 or self.max_future_ms < 0 or self.max_age_ms <= 0:
+            raise ValueError("event-time limits must be positive")
+        if self.max_age_ms <= self.lateness_ms:
+            raise ValueError("max_age must be longer than lateness")
+
+
+DEFAULT_RULES = EventTimeRules()
+
+
+def classify_event_time(
+    event_ms: int | None, publish_ms: int, rules: EventTimeRules = DEFAULT_RULES
+) -> Verdict:
+    """``"ok"``, ``"late"`` or ``"bad"`` for an event time against its publish time (both epoch ms)."""
+    if event_ms is None or event_ms <= 0:
+        return "bad"
+    behind = publish_ms - event_ms
+    if -behind > rules.max_future_ms or behind > rules.max_age_ms:
+        return "bad"
+    if behind > rules.lateness_ms:
+        return "late"
+    return "ok"
+
+
+def hour_start(event_ms: int) -> int:
+    """Start of the UTC hour of ``event_ms``, in epoch ms."""
+    return event_ms - event_ms % HOUR_MS
+
+
+def day_start(event_ms: int) -> int:
+    """Start of the UTC day of ``event_ms``, in epoch ms."""
+    return event_ms - event_ms % DAY_MS
+
+
+def iso_utc(epoch_ms: int) -> str:
+    """``2026-05-10T13:00:00Z`` (milliseconds shown only when not zero)."""
+    moment = datetime.fromtimestamp(epoch_ms / 1000, tz=UTC)
+    if epoch_ms % 1000:
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{epoch_ms % 1000:03d}Z"
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+_DURATION_RE = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d)\s*$")
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": HOUR_MS, "d": DAY_MS}
+
+
+def parse_duration_ms(text: object) -> int:
+    """``"90s"``, ``"5m"``, ``"1h"``, ``"7d"``, ``"250ms"`` -> milliseconds; ValueError otherwise."""
+    if isinstance(text, bool) or not isinstance(text, str | int):
+        raise ValueError(f"{text!r} is not a duration such as 90s, 5m, 1h or 7d")
+    if isinstance(text, int):
+        raise ValueError(f"{text!r} has no unit; write e.g. {text}s or {text}m")
+    match = _DURATION_RE.match(text)
+    if not match:
+        raise ValueError(f"{text!r} is not a duration such as 90s, 5m, 1h or 7d")
+    return int(match.group(1)) * _UNIT_MS[match.group(2)]

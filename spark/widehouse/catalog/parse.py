@@ -1,0 +1,178 @@
+"""The reference parser: what the streaming job must accept, reject (and why), and call late.
+
+:func:`parse_event` is the contract in executable form. The streaming job parses with Arrow/Spark for
+speed and is tested against this function; the generator's manifest is computed with the same rules.
+
+A payload is checked in this order, and the first failure is the rejection reason:
+
+==================== ==============================================================================
+reason               when
+==================== ==============================================================================
+empty_payload        zero bytes
+oversize             more bytes than the catalog's ``max_payload_bytes``
+invalid_utf8         not valid UTF-8
+malformed_json       not parseable JSON
+not_an_object        JSON, but not an object at the top level
+missing_key          the key field is absent or null
+missing_event_time   the event-time field is absent or null
+wrong_type           a declared field holds a value of another type (the first such field, in
+                     declaration order, depth first), e.g. a string in a long field, a float in an
+                     int field, an int32 field out of range
+absurd_event_time    event time <= 0, more than max_future ahead of or max_age behind publish time
+==================== ==============================================================================
+
+Accepted: fields may be null or absent (except key and event time); **unknown extra fields are
+accepted and ignored** (producers may add fields before the catalog knows them). ``double`` fields
+accept integers. An accepted event is *late* when its event time is more than ``lateness`` behind
+its publish time (see :mod:`widehouse.catalog.eventtime`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from widehouse.catalog.eventtime import DEFAULT_RULES, EventTimeRules, classify_event_time
+from widehouse.catalog.model import DEFAULT_MAX_PAYLOAD_BYTES, Topic
+from widehouse.catalog.types import INT32, INT64, Field, FieldType
+
+REJECTION_REASONS: tuple[str, ...] = (
+    "empty_payload",
+    "oversize",
+    "invalid_utf8",
+    "malformed_json",
+    "not_an_object",
+    "missing_key",
+    "missing_event_time",
+    "wrong_type",
+    "absurd_event_time",
+)
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """A valid event: typed values of the declared fields (unknown fields dropped, absent -> None)."""
+
+    row: dict[str, Any]
+    key: int | str
+    event_ms: int
+    late: bool
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """A message for quarantine: ``reason`` (one of :data:`REJECTION_REASONS`) and a ``detail``."""
+
+    reason: str
+    detail: str
+
+
+def parse_event(  # noqa: PLR0911 - one return per rejection reason, in contract order
+    topic: Topic,
+    payload: bytes,
+    publish_ms: int,
+    rules: EventTimeRules = DEFAULT_RULES,
+    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+) -> Accepted | Rejected:
+    """Validate one message of ``topic`` against its schema and the event-time rules."""
+    if not payload:
+        return Rejected("empty_payload", "the payload is empty")
+    if len(payload) > max_payload_bytes:
+        return Rejected("oversize", f"{len(payload)} bytes > max_payload_bytes {max_payload_bytes}")
+    try:
+        text = payload.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Rejected("invalid_utf8", f"invalid UTF-8 at byte {exc.start}")
+    try:
+        document = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        return Rejected("malformed_json", str(exc))
+    if not isinstance(document, dict):
+        return Rejected("not_an_object", f"top-level JSON is {type(document).__name__}, not an object")
+    if document.get(topic.key) is None:
+        return Rejected("missing_key", f"key field {topic.key!r} is missing or null")
+    if document.get(topic.event_time) is None:
+        return Rejected("missing_event_time", f"event-time field {topic.event_time!r} is missing or null")
+    problem: list[str] = []
+    row = _object(topic.fields, document, "", problem)
+    if problem:
+        return Rejected("wrong_type", problem[0])
+    event_ms = row[topic.event_time]
+    verdict = classify_event_time(event_ms, publish_ms, rules)
+    if verdict == "bad":
+        return Rejected("absurd_event_time", f"event time {event_ms} vs publish time {publish_ms}")
+    return Accepted(row, row[topic.key], event_ms, verdict == "late")
+
+
+def _object(
+    fields: tuple[Field, ...], document: dict[str, Any], prefix: str, problem: list[str]
+) -> dict[str, Any]:
+    row: dict[str, Any] = {}
+    for field in fields:
+        value = _value(field.type, document.get(field.name), prefix + field.name, problem)
+        if problem:
+            return row
+        row[field.name] = value
+    return row
+
+
+def _value(kind: FieldType, value: Any, where: str, problem: list[str]) -> Any:  # noqa: PLR0911, PLR0912
+    if value is None:
+        return None
+    name = kind.kind
+    if name in ("long", "timestamp-ms", "int"):
+        low, high = INT32 if name == "int" else INT64
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            problem.append(f"{where}: {value!r} is not a {name}")
+            return None
+        return value
+    if name == "double":
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            problem.append(f"{where}: {value!r} is not a double")
+            return None
+        return float(value)
+    if name == "string":
+        if not isinstance(value, str):
+            problem.append(f"{where}: {value!r} is not a string")
+            return None
+        return value
+    if name == "boolean":
+        if not isinstance(value, bool):
+            problem.append(f"{where}: {value!r} is not a boolean")
+            return None
+        return value
+    if name == "array":
+        assert kind.element is not None
+        if not isinstance(value, list):
+            problem.append(f"{where}: {_short(value)} is not an array")
+            return None
+        items = []
+        for index, item in enumerate(value):
+            items.append(_value(kind.element, item, f"{where}[{index}]", problem))
+            if problem:
+                return None
+        return items
+    if name == "map":
+        assert kind.element is not None
+        if not isinstance(value, dict):
+            problem.append(f"{where}: {_short(value)} is not an object (map)")
+            return None
+        entries = {}
+        for key, item in value.items():
+            entries[key] = _value(kind.element, item, f"{where}[{key!r}]", problem)
+            if problem:
+                return None
+        return entries
+    # object
+    if not isinstance(value, dict):
+        problem.append(f"{where}: {_short(value)} is not an object")
+        return None
+    return _object(kind.fields, value, where + ".", problem)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -1,0 +1,163 @@
+"""Reference aggregation: the wide rows a set of accepted, on-time events must produce.
+
+This is the catalog's aggregate semantics in plain Python, used for the generator's manifest and
+as the oracle for the streaming job's tests:
+
+- A row exists for (key, period) as soon as one on-time accepted event of a topic that maps into
+  the table arrives for that key and period, whether or not its filters let it into any column.
+- ``count`` counts events whose filter is true (0 when none). ``sum``/``min``/``max`` ignore null
+  source values and are null when no value arrived. ``first``/``last`` keep the value of the
+  smallest/largest (event time, value) pair among non-null values: ties on the event time go to
+  the smaller/larger value, exactly like ``min``/``max`` over tuples in ClickHouse and structs in Spark.
+- Periods are UTC hours or days (:mod:`widehouse.catalog.eventtime`); values of ``timestamp-ms``
+  columns are epoch milliseconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from widehouse.catalog.eventtime import DAY_MS, HOUR_MS
+from widehouse.catalog.filters import get_path
+from widehouse.catalog.model import Catalog, Topic, WideTable
+
+State = Any  # int for count; number/str/bool for sum/min/max; (event_ms, value) for first/last
+Period = int  # epoch ms of the period start
+
+
+class WideRows:
+    """Accumulates column states per (key, period) for one wide table at its grain."""
+
+    def __init__(self, table: WideTable) -> None:
+        self.table = table
+        self.period_ms = HOUR_MS if table.grain == "hour" else DAY_MS
+        self.index = {c.name: i for i, c in enumerate(table.columns)}
+        self._empty: list[State] = [0 if c.agg == "count" else None for c in table.columns]
+        self.rows: dict[tuple[Any, Period], list[State]] = {}
+
+    def period_of(self, event_ms: int) -> Period:
+        return event_ms - event_ms % self.period_ms
+
+    def touch(self, key: Any, event_ms: int) -> list[State]:
+        """The state row of (key, period of event_ms), created empty if new."""
+        row_key = (key, event_ms - event_ms % self.period_ms)
+        row = self.rows.get(row_key)
+        if row is None:
+            row = self.rows[row_key] = list(self._empty)
+        return row
+
+    @staticmethod
+    def apply(row: list[State], index: int, agg: str, value: Any, event_ms: int) -> None:
+        """Fold one (already filtered) contribution into ``row[index]``. ``value`` is None for count."""
+        if agg == "count":
+            row[index] += 1
+            return
+        if value is None:
+            return
+        current = row[index]
+        if agg == "sum":
+            row[index] = value if current is None else current + value
+        elif agg == "min":
+            if current is None or value < current:
+                row[index] = value
+        elif agg == "max":
+            if current is None or value > current:
+                row[index] = value
+        elif agg == "first":
+            pair = (event_ms, value)
+            if current is None or pair < current:
+                row[index] = pair
+        elif agg == "last":
+            pair = (event_ms, value)
+            if current is None or pair > current:
+                row[index] = pair
+
+    def merge_state(self, row: list[State], other: list[State]) -> None:
+        """Merge another partial state row into ``row`` (how sinks merge partial rows)."""
+        for i, column in enumerate(self.table.columns):
+            value = other[i]
+            if column.agg == "count":
+                row[i] += value
+            elif value is not None:
+                if column.agg in ("first", "last"):
+                    self.apply(row, i, column.agg, value[1], value[0])
+                else:
+                    self.apply(row, i, column.agg, value, 0)
+
+    def final(self) -> dict[tuple[Any, Period], dict[str, Any]]:
+        """Final values per (key, period start ms): pairs unwrapped to their value."""
+        pairs = [c.is_pair for c in self.table.columns]
+        names = [c.name for c in self.table.columns]
+        result: dict[tuple[Any, Period], dict[str, Any]] = {}
+        for row_key in sorted(self.rows, key=lambda k: (str(k[0]), k[1])):
+            state = self.rows[row_key]
+            result[row_key] = {
+                name: (value[1] if value is not None else None) if pair else value
+                for name, pair, value in zip(names, pairs, state, strict=True)
+            }
+        return result
+
+
+@dataclass(frozen=True)
+class ColumnRule:
+    """One compiled mapping: the column index, its aggregate, how to read the value, the filter."""
+
+    index: int
+    agg: str
+    value: Callable[[Mapping[str, Any]], Any] | None
+    passes: Callable[[Mapping[str, Any]], bool] | None
+    reads: frozenset[str]
+    """Top-level fields the value and filter read (to know what depends on key / event time)."""
+
+
+def compile_rules(topic: Topic, table: WideTable) -> list[ColumnRule]:
+    """The mappings of ``topic`` into ``table`` as fast callables, in mapping order."""
+    index = {c.name: i for i, c in enumerate(table.columns)}
+    rules = []
+    for mapping in topic.mappings_for(table.name):
+        reads: set[str] = set()
+        getter: Callable[[Mapping[str, Any]], Any] | None = None
+        if mapping.field is not None:
+            path = mapping.field
+            reads.add(path[0])
+            getter = (
+                (lambda row, p=path[0]: row.get(p))
+                if len(path) == 1
+                else (lambda row, p=path: get_path(row, p))
+            )
+        passes = None
+        if mapping.filter is not None:
+            passes = mapping.filter.predicate()
+            reads.update(p[0] for p in mapping.filter.fields)
+        rules.append(ColumnRule(index[mapping.column], mapping.agg, getter, passes, frozenset(reads)))
+    return rules
+
+
+def contribute(
+    rows: WideRows, rules: list[ColumnRule], key: Any, event_ms: int, row: Mapping[str, Any]
+) -> None:
+    """Fold one accepted, on-time event (its parsed ``row``) into ``rows``."""
+    state = rows.touch(key, event_ms)
+    for rule in rules:
+        if rule.passes is not None and not rule.passes(row):
+            continue
+        WideRows.apply(state, rule.index, rule.agg, rule.value(row) if rule.value else None, event_ms)
+
+
+def aggregate(
+    catalog: Catalog, events: Iterable[tuple[Topic, int | str, int, Mapping[str, Any]]]
+) -> dict[str, dict[tuple[Any, Period], dict[str, Any]]]:
+    """Final wide rows per table from (topic, key, event_ms, parsed row) of accepted on-time events."""
+    tables = {t.name: WideRows(t) for t in catalog.wide_tables}
+    compiled: dict[str, list[tuple[WideRows, list[ColumnRule]]]] = {}
+    for topic, key, event_ms, row in events:
+        plans = compiled.get(topic.origin)
+        if plans is None:
+            plans = compiled[topic.origin] = [
+                (tables[name], compile_rules(topic, tables[name].table)) for name in topic.tables
+            ]
+        for rows, rules in plans:
+            contribute(rows, rules, key, event_ms, row)
+    return {name: rows.final() for name, rows in tables.items()}

@@ -1,0 +1,86 @@
+"""Delta / Spark schemas and HBase column names of wide tables, as plain descriptions.
+
+The light core describes every schema as :class:`ColumnSpec` (name, Spark SQL type, nullable);
+:mod:`widehouse.spark.catalog_schema` turns them into ``StructType`` objects. Shapes:
+
+- **partial** (Delta ``bronze/<table>_partials``; what one micro-batch emits per (key, hour)):
+  key, ``hour`` timestamp, then per column: count ``bigint`` (not null, 0 when empty); sum
+  ``bigint``/``double``; min/max ``T``; first/last ``struct<ts: timestamp, v: T>`` (null when empty;
+  merge with ``min``/``max`` of the struct, which orders by ts then v).
+- **final** (Delta ``silver/<table>``): key, ``hour`` timestamp or ``day`` date, counts ``bigint``
+  not null, everything else ``T`` nullable; daily tables add their offline columns.
+- **HBase** day rows: stream columns in family ``s``, offline columns in family ``h``; the
+  qualifier is the column name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from widehouse.catalog.model import Topic, WideColumn, WideTable
+from widehouse.catalog.types import SPARK_VALUE_TYPES
+
+STREAM_FAMILY = "s"
+OFFLINE_FAMILY = "h"
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    name: str
+    spark_type: str
+    nullable: bool = True
+
+    def ddl(self) -> str:
+        return f"`{self.name}` {self.spark_type}" + ("" if self.nullable else " NOT NULL")
+
+
+def partial_spark_type(column: WideColumn) -> str:
+    value = SPARK_VALUE_TYPES[column.value_type]
+    if column.agg == "count":
+        return "bigint"
+    if column.is_pair:
+        return f"struct<ts:timestamp,v:{value}>"
+    return value
+
+
+def final_spark_type(column: WideColumn) -> str:
+    return "bigint" if column.agg == "count" else SPARK_VALUE_TYPES[column.value_type]
+
+
+def _key(table: WideTable) -> ColumnSpec:
+    return ColumnSpec(table.key_name, SPARK_VALUE_TYPES[table.key_type], nullable=False)
+
+
+def partial_columns(table: WideTable) -> list[ColumnSpec]:
+    """Columns of a partial row (per key and hour), for any grain."""
+    columns = [_key(table), ColumnSpec("hour", "timestamp", nullable=False)]
+    columns += [ColumnSpec(c.name, partial_spark_type(c), nullable=c.agg != "count") for c in table.columns]
+    return columns
+
+
+def final_columns(table: WideTable) -> list[ColumnSpec]:
+    """Columns of a final row at the table's grain (stream, then offline columns)."""
+    period = (
+        ColumnSpec("hour", "timestamp", False) if table.grain == "hour" else ColumnSpec("day", "date", False)
+    )
+    columns = [_key(table), period]
+    columns += [ColumnSpec(c.name, final_spark_type(c), nullable=c.agg != "count") for c in table.columns]
+    columns += [ColumnSpec(c.name, SPARK_VALUE_TYPES[c.type]) for c in table.offline_columns]
+    return columns
+
+
+def schema_ddl(columns: list[ColumnSpec]) -> str:
+    """``\\`uid\\` bigint NOT NULL, \\`hour\\` timestamp NOT NULL, ...`` (Spark DDL)."""
+    return ", ".join(c.ddl() for c in columns)
+
+
+def topic_schema_ddl(topic: Topic) -> str:
+    """The payload schema of a topic as Spark DDL (timestamp-ms fields are ``bigint`` epoch ms)."""
+    return topic.spark_ddl()
+
+
+def hbase_columns(table: WideTable) -> dict[str, bytes]:
+    """``{column: b"family:qualifier"}`` for a day row: stream columns in ``s``, offline in ``h``."""
+    columns = {c.name: f"{STREAM_FAMILY}:{c.name}".encode() for c in table.columns}
+    columns.update({c.name: f"{OFFLINE_FAMILY}:{c.name}".encode() for c in table.offline_columns})
+    return columns
