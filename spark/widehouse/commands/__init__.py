@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from widehouse.commands import config_cmd, plan_cmd, services_cmd, smoke_cmd
+from widehouse.commands import (
+    catalog_cmd,
+    config_cmd,
+    generate_cmd,
+    plan_cmd,
+    pulsar_cmd,
+    services_cmd,
+    smoke_cmd,
+)
 
 SubParsers = Any  # argparse._SubParsersAction is private; its type is not part of the API
 
@@ -14,6 +22,10 @@ COMMANDS: tuple[Callable[[SubParsers], None], ...] = (
     config_cmd.register,
     smoke_cmd.register,
     plan_cmd.register,
+    pulsar_cmd.register,
+    catalog_cmd.register,
+    generate_cmd.register,
+    generate_cmd.register_offline,
 )
 
 __all__ = ["COMMANDS", "SubParsers"]

@@ -7,12 +7,22 @@ Create one per process (or per task on executors); it holds a ``requests.Session
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from widehouse.errors import PulsarError
+from widehouse.pulsar.offsets import EntryInfo, Position
 from widehouse.pulsar.topics import TopicName
 from widehouse.settings import PulsarSettings
+
+if TYPE_CHECKING:
+    import requests
+
+INDEX_HEADER = "X-Pulsar-Broker-Entry-METADATA-index"
+
+
+class TopicNotFoundError(PulsarError):
+    """The topic (or partition) does not exist (deleted, or never created)."""
 
 
 class PulsarAdmin:
@@ -60,6 +70,28 @@ class PulsarAdmin:
             return response.json()
         except ValueError:
             return response.text
+
+    def response(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: dict[str, Any] | None = None,
+        ok: tuple[int, ...] = (200, 204),
+    ) -> requests.Response:
+        """Like :meth:`request` but returns the response itself (status, headers, body)."""
+        import requests
+
+        url = f"{self.base_url}/admin/v2/{path}"
+        try:
+            response = self._session.request(method, url, json=json, params=params, timeout=self.timeout)
+        except requests.RequestException as exc:
+            raise PulsarError(f"Pulsar admin {method} {url} failed: {exc}") from exc
+        if response.status_code not in ok:
+            reason = response.text.strip()[:500]
+            raise PulsarError(f"Pulsar admin {method} {url} answered {response.status_code}: {reason}")
+        return response
 
     # -- clusters, tenants, namespaces -------------------------------------------------------
     def clusters(self) -> list[str]:
@@ -137,12 +169,101 @@ class PulsarAdmin:
             result = self.request("GET", f"{name.rest_path}/stats")
         return dict(result)
 
+    def topic_stats(self, topic: TopicName | str) -> dict[str, Any]:
+        """Stats of one non-partitioned topic or one partition (no partition lookup first)."""
+        return dict(self.request("GET", f"{_topic(topic).rest_path}/stats"))
+
+    def internal_stats(self, topic: TopicName | str) -> dict[str, Any]:
+        """Managed-ledger internals of one partition: ledgers, entries, cursors."""
+        return dict(self.request("GET", f"{_topic(topic).rest_path}/internalStats"))
+
+    # -- entries (positions and broker indexes) ----------------------------------------------
+    def examine(self, topic: TopicName | str, which: str = "latest") -> EntryInfo | None:
+        """The first (``earliest``) or last (``latest``) entry of a partition; None when it is empty.
+
+        A missing topic raises :class:`TopicNotFoundError`.
+        """
+        path = f"{_topic(topic).rest_path}/examinemessage"
+        params = {"initialPosition": which, "messagePosition": 1}
+        response = self.response("GET", path, params=params, ok=(200, 404, 412))
+        if response.status_code == 404:
+            raise TopicNotFoundError(f"topic {topic} not found: {response.text.strip()[:200]}")
+        if response.status_code == 412:  # "the total message is zero"
+            return None
+        return _entry_info(topic, response)
+
+    def entry_info(self, topic: TopicName | str, ledger: int, entry: int) -> EntryInfo:
+        """Position, broker index and message count of one entry (it must exist)."""
+        path = f"{_topic(topic).rest_path}/ledger/{ledger}/entry/{entry}"
+        return _entry_info(topic, self.response("GET", path))
+
+    # -- subscriptions -----------------------------------------------------------------------
+    def create_subscription(
+        self,
+        topic: TopicName | str,
+        subscription: str,
+        start: Position | None,
+        properties: dict[str, str] | None = None,
+    ) -> bool:
+        """Create a durable subscription whose first unread message is ``start`` (None: earliest).
+
+        Returns False (and changes nothing) when it already exists; a missing topic raises
+        :class:`TopicNotFoundError`.
+        """
+        body: dict[str, Any] = {"ledgerId": -1, "entryId": -1}
+        if start is not None:
+            body = {"ledgerId": start.ledger, "entryId": start.entry}
+        if properties:
+            body["properties"] = properties
+        path = f"{_topic(topic).rest_path}/subscription/{quote(subscription, safe='')}"
+        response = self.response("PUT", path, json=body, ok=(200, 204, 404, 409))
+        if response.status_code == 404:
+            raise TopicNotFoundError(f"topic {topic} not found: {response.text.strip()[:200]}")
+        return response.status_code != 409
+
+    def reset_cursor(
+        self, topic: TopicName | str, subscription: str, position: Position, excluded: bool = True
+    ) -> None:
+        """Move a subscription: consumed through ``position`` (``excluded``) or up to just before it."""
+        path = f"{_topic(topic).rest_path}/subscription/{quote(subscription, safe='')}/resetcursor"
+        body = {"ledgerId": position.ledger, "entryId": position.entry, "excluded": excluded}
+        self.request("POST", path, json=body)
+
+    def subscription_properties(self, topic: TopicName | str, subscription: str) -> dict[str, str]:
+        path = f"{_topic(topic).rest_path}/subscription/{quote(subscription, safe='')}/properties"
+        return dict(self.request("GET", path) or {})
+
+    def update_subscription_properties(
+        self, topic: TopicName | str, subscription: str, properties: dict[str, str]
+    ) -> None:
+        """Replace the subscription's properties."""
+        path = f"{_topic(topic).rest_path}/subscription/{quote(subscription, safe='')}/properties"
+        self.request("PUT", path, json=properties)
+
     def subscriptions(self, topic: TopicName | str) -> list[str]:
         return list(self.request("GET", f"{_topic(topic).rest_path}/subscriptions"))
 
     def delete_subscription(self, topic: TopicName | str, subscription: str, force: bool = True) -> None:
         path = f"{_topic(topic).rest_path}/subscription/{quote(subscription, safe='')}"
         self.request("DELETE", path, params={"force": str(force).lower()}, ok=(200, 204, 404))
+
+
+def _entry_info(topic: TopicName | str, response: requests.Response) -> EntryInfo:
+    message_id = response.headers.get("X-Pulsar-Message-ID", "")
+    index = response.headers.get(INDEX_HEADER)
+    if index is None:
+        raise PulsarError(
+            f"the broker sent no entry index for {topic} ({message_id}): enable "
+            "brokerEntryMetadataInterceptors="
+            "org.apache.pulsar.common.intercept.AppendIndexMetadataInterceptor and "
+            "exposingBrokerEntryMetadataToClientEnabled=true on the brokers"
+        )
+    try:
+        ledger, entry = (int(x) for x in message_id.split(":")[:2])
+        messages = int(response.headers.get("X-Pulsar-num-batch-message", "1"))
+        return EntryInfo(Position(ledger, entry), int(index), max(1, messages))
+    except ValueError as exc:
+        raise PulsarError(f"unexpected entry headers for {topic}: {dict(response.headers)}") from exc
 
 
 def _topic(topic: TopicName | str) -> TopicName:

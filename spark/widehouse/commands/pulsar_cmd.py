@@ -1,0 +1,143 @@
+"""``widehouse pulsar cleanup|lag``: the durable subscriptions streaming apps keep in Pulsar.
+
+- ``cleanup`` removes the subscriptions of apps that no longer exist: no consumer attached and no
+  heartbeat for longer than ``--ttl`` (default 24h); ``--retire APP`` removes an app's now;
+  ``--dry-run`` only shows the verdicts.
+- ``lag`` shows, per app and topic, what the app has not committed yet (the subscription backlog),
+  whether it is attached, and how old its heartbeat is.
+
+Both scan ``--namespace`` (repeatable; default: every namespace of every tenant).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import time
+from typing import Any
+
+from widehouse.commands.table import render
+from widehouse.errors import ConfigError
+from widehouse.pulsar.broker import BrokerView
+from widehouse.pulsar.cleanup import all_namespaces, cleanup, scan
+from widehouse.pulsar.subscriptions import DEFAULT_PREFIX
+from widehouse.pulsar.topics import TopicName
+from widehouse.settings import Settings
+
+_DURATION_RE = re.compile(r"^(\d+(?:\.\d+)?)([smhd]?)$")
+_UNIT_S = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str) -> float:
+    """``90``, ``90s``, ``30m``, ``24h``, ``7d`` in seconds."""
+    match = _DURATION_RE.match(text.strip())
+    if not match:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration such as 30m, 24h or 7d")
+    return float(match.group(1)) * _UNIT_S[match.group(2)]
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "pulsar",
+        help="durable subscriptions of the streaming apps: cleanup, lag",
+        description="Inspect and clean the durable subscriptions the Pulsar source keeps per app.",
+    )
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    clean = actions.add_parser(
+        "cleanup",
+        help="remove subscriptions of apps that no longer exist",
+        description="Remove Widehouse subscriptions with no consumer attached and no heartbeat for "
+        "longer than --ttl, and those of --retire'd apps.",
+    )
+    _common(clean)
+    clean.add_argument(
+        "--ttl", type=parse_duration, default=parse_duration("24h"), help="heartbeat age (default 24h)"
+    )
+    clean.add_argument("--retire", action="append", default=[], metavar="APP", help="remove this app's")
+    clean.add_argument("--dry-run", action="store_true", help="show the verdicts, remove nothing")
+    clean.set_defaults(func=run_cleanup)
+    lag = actions.add_parser("lag", help="backlog of each app's subscriptions per topic")
+    _common(lag)
+    lag.add_argument("--app", action="append", default=[], help="only these apps")
+    lag.set_defaults(func=run_lag)
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--namespace", action="append", default=[], metavar="TENANT/NS", help="default: all namespaces"
+    )
+    parser.add_argument("--prefix", default=DEFAULT_PREFIX, help=f"subscription prefix ({DEFAULT_PREFIX})")
+
+
+def _namespaces(view: BrokerView, given: list[str]) -> list[str]:
+    for namespace in given:
+        if namespace.count("/") != 1:
+            raise ConfigError(f"--namespace {namespace!r} must be tenant/namespace")
+    return sorted(set(given)) if given else all_namespaces(view)
+
+
+def run_cleanup(args: argparse.Namespace, settings: Settings) -> int:
+    view = BrokerView(settings.pulsar)
+    try:
+        namespaces = _namespaces(view, args.namespace)
+        verdicts = cleanup(
+            view, namespaces, args.ttl, retire=args.retire, prefix=args.prefix, dry_run=args.dry_run
+        )
+    finally:
+        view.close()
+    rows = [
+        (
+            v.subscription.app,
+            _short(v.subscription.topic),
+            ("would remove" if args.dry_run else "removed") if v.remove else "kept",
+            v.reason,
+        )
+        for v in verdicts
+    ]
+    print(render(("app", "topic", "action", "why"), rows) if rows else "no Widehouse subscriptions found")
+    removed = sum(v.remove for v in verdicts)
+    print(f"{removed} of {len(verdicts)} subscription(s) {'to remove' if args.dry_run else 'removed'}")
+    return 0
+
+
+def run_lag(args: argparse.Namespace, settings: Settings) -> int:
+    view = BrokerView(settings.pulsar)
+    try:
+        subs = scan(view, _namespaces(view, args.namespace), args.prefix)
+    finally:
+        view.close()
+    wanted = set(args.app)
+    now = int(time.time() * 1000)
+    per_topic: dict[tuple[str, str], list[Any]] = {}
+    for sub in subs:
+        if wanted and sub.app not in wanted:
+            continue
+        base = str(TopicName.parse(sub.topic).base)
+        row = per_topic.setdefault((sub.app, base), [0, 0, 0, None])
+        row[0] += 1
+        row[1] += sub.backlog
+        row[2] += sub.consumers
+        idle = sub.idle_s(now)
+        if idle is not None:
+            row[3] = idle if row[3] is None else max(row[3], idle)
+    rows = [
+        (app, _short(topic), parts, backlog, "yes" if consumers else "no", _age(idle))
+        for (app, topic), (parts, backlog, consumers, idle) in sorted(per_topic.items())
+    ]
+    header = ("app", "topic", "partitions", "backlog", "attached", "heartbeat age")
+    print(render(header, rows) if rows else "no Widehouse subscriptions found")
+    return 0
+
+
+def _short(topic: str) -> str:
+    return topic.removeprefix("persistent://")
+
+
+def _age(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f}m"
+    return f"{seconds / 3600:.1f}h"

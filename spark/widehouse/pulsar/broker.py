@@ -1,0 +1,284 @@
+"""What the Pulsar source asks the brokers: which partitions exist, where they end, where message N is.
+
+- **Discovery** lists each namespace once (one REST call returns every persistent topic and every
+  partition that exists), whatever the number of topics, and keeps the selected ones.
+- **Ends** of partitions come from ``examinemessage`` (position and broker index of the last
+  entry), in parallel over a small thread pool with one HTTP session per thread.
+- **Locate** finds the position of the message with a given broker index without reading data:
+  an interpolation search over the partition's entries (ledger list from ``internalStats``), each
+  probe one ``ledger/{l}/entry/{e}`` call; usually two or three probes.
+
+Everything is plain REST through :class:`~widehouse.pulsar.admin.PulsarAdmin`; no Spark.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TypeVar
+
+from widehouse.errors import ConfigError, PulsarError
+from widehouse.pulsar.admin import PulsarAdmin, TopicNotFoundError
+from widehouse.pulsar.offsets import EntryInfo, Mark, Position, TopicPartition
+from widehouse.pulsar.topics import TopicName
+from widehouse.settings import PulsarSettings
+
+T = TypeVar("T")
+R = TypeVar("R")
+_MAX_PROBES = 64
+
+
+class DataLossError(PulsarError):
+    """Messages a query should have read are gone (deleted topic, retention, recreated topic)."""
+
+
+@dataclass(frozen=True)
+class TopicSelector:
+    """Explicit topics (full names; a ``-partition-N`` name selects that partition only), or a
+    regular expression over the topics of some namespaces. A pattern containing ``://`` is matched
+    against the full topic name, otherwise against the topic's local name."""
+
+    topics: tuple[str, ...] = ()
+    pattern: str | None = None
+    namespaces: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if bool(self.topics) == bool(self.pattern):
+            raise ConfigError("give either topics or topicsPattern (with namespaces), not both or neither")
+        if self.pattern and not self.namespaces:
+            raise ConfigError("topicsPattern needs namespaces (comma-separated tenant/namespace)")
+
+    @property
+    def regex(self) -> re.Pattern[str] | None:
+        return re.compile(self.pattern) if self.pattern else None
+
+    def namespaces_to_list(self) -> list[str]:
+        if self.pattern:
+            return sorted(set(self.namespaces))
+        return sorted({TopicName.parse(t).full_namespace for t in self.topics})
+
+    def select(self, listed: Iterable[str]) -> set[TopicPartition]:
+        """The partitions among ``listed`` (names from a namespace listing) this selector reads."""
+        chosen: set[TopicPartition] = set()
+        if self.pattern:
+            regex = self.regex
+            assert regex is not None
+            full = "://" in self.pattern
+            for name in listed:
+                tp = TopicPartition.of(name)
+                local = TopicName.parse(tp.topic).local
+                if local.startswith("__"):
+                    continue  # Pulsar system topics
+                if regex.fullmatch(tp.topic if full else local):
+                    chosen.add(tp)
+            return chosen
+        wanted_bases = {
+            str(TopicName.parse(t)) for t in self.topics if TopicName.parse(t).partition_index is None
+        }
+        wanted_parts = {
+            TopicPartition.of(t) for t in self.topics if TopicName.parse(t).partition_index is not None
+        }
+        for name in listed:
+            tp = TopicPartition.of(name)
+            if tp.topic in wanted_bases or tp in wanted_parts:
+                chosen.add(tp)
+        return chosen
+
+
+class BrokerView:
+    """Parallel, read-only questions to the brokers (one per source process; see module doc)."""
+
+    def __init__(self, settings: PulsarSettings, concurrency: int = 16, timeout: float = 30.0) -> None:
+        self.settings = settings
+        self.concurrency = max(1, concurrency)
+        self.timeout = timeout
+        self._local = threading.local()
+        self._admins: list[PulsarAdmin] = []
+        self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+
+    # -- plumbing ----------------------------------------------------------------------------
+    def admin(self) -> PulsarAdmin:
+        """This thread's admin client (a requests session is not shared across threads)."""
+        admin: PulsarAdmin | None = getattr(self._local, "admin", None)
+        if admin is None:
+            admin = PulsarAdmin(self.settings, timeout=self.timeout)
+            self._local.admin = admin
+            with self._lock:
+                self._admins.append(admin)
+        return admin
+
+    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+        """``fn`` over ``items`` on the thread pool (inline for one item); errors propagate."""
+        if len(items) <= 1:
+            return [fn(item) for item in items]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="widehouse-pulsar-admin")
+        return list(self._pool.map(fn, items))
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+        with self._lock:
+            for admin in self._admins:
+                admin.close()
+            self._admins.clear()
+
+    # -- discovery ---------------------------------------------------------------------------
+    def discover(self, selector: TopicSelector) -> set[TopicPartition]:
+        """Every existing partition the selector reads (one listing per namespace)."""
+        namespaces = selector.namespaces_to_list()
+
+        def listing(namespace: str) -> list[str]:
+            try:
+                return self.admin().list_topics(namespace)
+            except PulsarError as exc:
+                raise PulsarError(f"cannot list the topics of namespace {namespace}: {exc}") from exc
+
+        chosen: set[TopicPartition] = set()
+        for names in self.map(listing, namespaces):
+            chosen |= selector.select(names)
+        return chosen
+
+    # -- ends of partitions --------------------------------------------------------------------
+    def last_entries(
+        self, parts: Sequence[TopicPartition]
+    ) -> tuple[dict[TopicPartition, EntryInfo | None], set[TopicPartition]]:
+        """The last entry of each partition (None if empty) and the set of partitions not found."""
+        return self._examine(parts, "latest")
+
+    def first_entries(
+        self, parts: Sequence[TopicPartition]
+    ) -> tuple[dict[TopicPartition, EntryInfo | None], set[TopicPartition]]:
+        """The first available entry of each partition (None if empty) and those not found."""
+        return self._examine(parts, "earliest")
+
+    def _examine(
+        self, parts: Sequence[TopicPartition], which: str
+    ) -> tuple[dict[TopicPartition, EntryInfo | None], set[TopicPartition]]:
+        def one(tp: TopicPartition) -> EntryInfo | TopicPartition | None:
+            try:
+                return self.admin().examine(tp.name, which)
+            except TopicNotFoundError:
+                return tp
+
+        found: dict[TopicPartition, EntryInfo | None] = {}
+        missing: set[TopicPartition] = set()
+        for tp, result in zip(parts, self.map(one, list(parts)), strict=True):
+            if isinstance(result, TopicPartition):
+                missing.add(result)
+            else:
+                found[tp] = result
+        return found, missing
+
+    def earliest_mark(self, tp: TopicPartition, first: EntryInfo | None) -> Mark:
+        """The mark "nothing consumed yet" of a partition whose first entry is ``first``."""
+        return Mark(None, -1 if first is None else first.first_index - 1)
+
+    # -- positions of given indexes ----------------------------------------------------------
+    def ledgers(self, tp: TopicPartition) -> list[tuple[int, int]]:
+        """``(ledger id, entries)`` of a partition, oldest first, the open ledger included."""
+        stats = self.admin().internal_stats(tp.name)
+        ledgers = [(int(x["ledgerId"]), int(x.get("entries", 0))) for x in stats.get("ledgers", [])]
+        last = str(stats.get("lastConfirmedEntry", ""))
+        if ":" in last:
+            ledger_id, entry_id = (int(x) for x in last.split(":")[:2])
+            ledgers = [(lid, entry_id + 1 if lid == ledger_id else n) for lid, n in ledgers]
+        return ledgers
+
+    def locate(self, tp: TopicPartition, lo: Mark, hi: Mark, target: int) -> Mark:
+        """The mark of having consumed through the message with broker index ``target``.
+
+        ``lo`` and ``hi`` are marks of the same partition with ``lo.index < target <= hi.index``;
+        ``hi`` must have a position.
+        """
+        if not lo.index < target <= hi.index or hi.position is None:
+            raise PulsarError(f"cannot locate index {target} of {tp} between {lo} and {hi}")
+        if target == hi.index:
+            return hi
+        table = _EntryTable(self.ledgers(tp))
+        if lo.position is None:
+            o_lo, i_lo = -1, lo.index
+        else:
+            o = table.ordinal(lo.position, tp)
+            o_lo, i_lo = (
+                (o - 1, lo.index - lo.position.batch - 1) if lo.position.batch >= 0 else (o, lo.index)
+            )
+        o_hi, i_hi = table.ordinal(hi.position, tp), hi.index
+        for step in range(_MAX_PROBES):
+            if o_hi <= o_lo or i_hi <= i_lo:
+                break
+            if step % 2 == 0:  # interpolate on the index, bisect every other probe to bound the worst case
+                guess = o_lo + -(-(target - i_lo) * (o_hi - o_lo) // (i_hi - i_lo))
+            else:
+                guess = (o_lo + o_hi + 1) // 2
+            guess = min(max(guess, o_lo + 1), o_hi)
+            ledger, entry = table.position(guess)
+            info = self.admin().entry_info(tp.name, ledger, entry)
+            if info.first_index <= target <= info.index:
+                batch = -1 if target == info.index else target - info.first_index
+                return Mark(Position(ledger, entry, batch), target)
+            if info.index < target:
+                o_lo, i_lo = guess, info.index
+            else:
+                o_hi, i_hi = guess - 1, info.first_index - 1
+        raise PulsarError(
+            f"index {target} of {tp} not found between {lo.encode_position()} and "
+            f"{hi.encode_position()}: data was deleted or the topic was recreated"
+        )
+
+    def mark_before(self, tp: TopicPartition, position: Position) -> Mark:
+        """The mark of having consumed everything before the message at ``position``
+        (a whole-entry position means the entry's first message)."""
+        try:
+            info = self.admin().entry_info(tp.name, position.ledger, position.entry)
+        except PulsarError as exc:
+            raise PulsarError(f"message {position} of {tp} does not exist: {exc}") from exc
+        batch = max(position.batch, 0)
+        if batch >= info.messages:
+            raise PulsarError(f"message {position} of {tp}: the entry holds {info.messages} messages")
+        index = info.first_index + batch
+        if batch > 0:
+            return Mark(Position(position.ledger, position.entry, batch - 1), index - 1)
+        if position.entry > 0:
+            return Mark(Position(position.ledger, position.entry - 1), index - 1)
+        previous = [(lid, n) for lid, n in self.ledgers(tp) if lid < position.ledger and n > 0]
+        if previous:
+            lid, n = previous[-1]
+            return Mark(Position(lid, n - 1), index - 1)
+        return Mark(None, index - 1)
+
+
+class _EntryTable:
+    """Entries of a partition numbered 0.. across its ledgers, for interpolation."""
+
+    def __init__(self, ledgers: list[tuple[int, int]]) -> None:
+        self.ids = [lid for lid, _ in ledgers]
+        self.counts = [n for _, n in ledgers]
+        self.bases: list[int] = []
+        total = 0
+        for n in self.counts:
+            self.bases.append(total)
+            total += n
+        self.total = total
+
+    def ordinal(self, position: Position, tp: TopicPartition) -> int:
+        try:
+            i = self.ids.index(position.ledger)
+        except ValueError:
+            raise PulsarError(
+                f"ledger {position.ledger} of {tp} no longer exists (data deleted by retention, or the "
+                "topic was recreated)"
+            ) from None
+        return self.bases[i] + position.entry
+
+    def position(self, ordinal: int) -> tuple[int, int]:
+        # the last ledger starting at or before the ordinal (an empty ledger shares its base with
+        # the next one, and bisect_right skips past it)
+        i = bisect.bisect_right(self.bases, ordinal) - 1
+        return self.ids[i], ordinal - self.bases[i]

@@ -1,0 +1,325 @@
+"""Durable subscriptions of streaming apps: one per app and topic-partition, moved on commit.
+
+Naming: ``<prefix><appId>`` (prefix ``widehouse-`` by default) on every partition an app reads.
+The subscription is not how the app reads (offsets live in the Spark checkpoint, reads use
+readers); it is how Pulsar learns what the app has processed, so backlog and retention follow the
+app: data the app has not committed is never deleted, data it has is released.
+
+While the app runs, :class:`SubscriptionKeeper` holds one **zero-queue** consumer per partition on
+the subscription (Failover, so a restarting instance never gets ``ConsumerBusy``). Zero-queue
+means the broker dispatches nothing; the consumer serves to
+
+- move the subscription with a cumulative ack (binary protocol, no REST call per commit),
+- ask for the partition's last message id (cheap change detection for 1,000s of partitions),
+- show the app as attached in topic stats (``widehouse pulsar cleanup`` keeps attached ones).
+
+Each subscription carries properties ``widehouse.app`` and ``widehouse.heartbeat`` (epoch ms),
+refreshed every heartbeat interval while the app runs. ``widehouse pulsar cleanup`` removes
+subscriptions with no consumer and a heartbeat older than its TTL (see :mod:`.cleanup`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from widehouse.errors import ConfigError, PulsarError
+from widehouse.pulsar.admin import TopicNotFoundError
+from widehouse.pulsar.broker import BrokerView
+from widehouse.pulsar.offsets import Mark, Position, TopicPartition
+from widehouse.settings import PulsarSettings
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PREFIX = "widehouse-"
+PROP_APP = "widehouse.app"
+PROP_HEARTBEAT = "widehouse.heartbeat"
+PROP_HOST = "widehouse.host"
+_APP_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$")
+_WAIT_S = 30.0
+
+
+def validate_app_id(app_id: str, option: str = "appId") -> str:
+    if not _APP_RE.match(app_id):
+        raise ConfigError(
+            f"option {option}={app_id!r} is invalid: use 1-100 letters, digits, '_', '.', '-' "
+            "(it names the app's Pulsar subscriptions)"
+        )
+    return app_id
+
+
+def subscription_name(app_id: str, prefix: str = DEFAULT_PREFIX) -> str:
+    return f"{prefix}{validate_app_id(app_id)}"
+
+
+def app_of(subscription: str, prefix: str = DEFAULT_PREFIX) -> str | None:
+    """The app id of a subscription named by :func:`subscription_name`, else None."""
+    if not subscription.startswith(prefix):
+        return None
+    app = subscription[len(prefix) :]
+    return app if _APP_RE.match(app) else None
+
+
+def heartbeat_properties(app_id: str, now_ms: int | None = None) -> dict[str, str]:
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    return {PROP_APP: app_id, PROP_HEARTBEAT: str(now), PROP_HOST: f"{socket.gethostname()}:{os.getpid()}"}
+
+
+def cursor_target(mark: Mark) -> tuple[Position, bool] | None:
+    """Where to reset a subscription for ``mark``: (position, excluded); None for earliest.
+
+    A whole-entry mark is exact (excluded: consumed through the entry). A mark inside a batch
+    entry keeps the entry unconsumed (the subscription may lag by part of one entry, never lead).
+    """
+    if mark.position is None:
+        return None
+    position = Position(mark.position.ledger, mark.position.entry)
+    return position, mark.position.batch < 0
+
+
+def ack_target(mark: Mark) -> Position | None:
+    """The whole entry a cumulative ack may cover for ``mark`` (None: nothing safe to ack)."""
+    if mark.position is None:
+        return None
+    if mark.position.batch < 0:
+        return Position(mark.position.ledger, mark.position.entry)
+    if mark.position.entry > 0:
+        return Position(mark.position.ledger, mark.position.entry - 1)
+    return None
+
+
+class SubscriptionKeeper:
+    """The durable subscriptions of one running app (see the module docstring)."""
+
+    def __init__(
+        self,
+        settings: PulsarSettings,
+        app_id: str,
+        view: BrokerView,
+        prefix: str = DEFAULT_PREFIX,
+        heartbeat_interval_s: float = 600.0,
+    ) -> None:
+        self.settings = settings
+        self.app_id = validate_app_id(app_id)
+        self.name = subscription_name(app_id, prefix)
+        self.view = view
+        self.heartbeat_interval_s = heartbeat_interval_s
+        self._client: Any = None
+        self._consumers: dict[TopicPartition, Any] = {}
+        self._acked: dict[TopicPartition, tuple[int, int, int]] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._heartbeat: threading.Thread | None = None
+
+    # -- attach / detach ----------------------------------------------------------------------
+    @property
+    def attached(self) -> set[TopicPartition]:
+        with self._lock:
+            return set(self._consumers)
+
+    def attach(self, marks: Mapping[TopicPartition, Mark]) -> None:
+        """Create (or reset to ``mark``) the subscription of each new partition and attach to it."""
+        new = sorted(tp for tp in marks if tp not in self._consumers)
+        if not new:
+            return
+        props = heartbeat_properties(self.app_id)
+
+        def prepare(tp: TopicPartition) -> TopicPartition | None:
+            admin = self.view.admin()
+            target = cursor_target(marks[tp])
+            try:
+                created = admin.create_subscription(tp.name, self.name, target[0] if target else None, props)
+                if created:
+                    return tp
+                # it exists (an earlier run of the app): move it to where this run starts, so the
+                # data this run still has to read is retained, and mark it alive
+                if target is None:
+                    admin.request("POST", _reset_to_time_path(tp, self.name, 0))
+                else:
+                    admin.reset_cursor(tp.name, self.name, target[0], excluded=target[1])
+                admin.update_subscription_properties(tp.name, self.name, props)
+            except TopicNotFoundError:
+                log.info("%s vanished before subscription %s could be set up", tp, self.name)
+                return None
+            return tp
+
+        ready = [tp for tp in self.view.map(prepare, new) if tp is not None]
+        consumers = self._subscribe(ready)
+        with self._lock:
+            self._consumers.update(consumers)
+            for tp in consumers:
+                target = ack_target(marks[tp])
+                if target is not None:
+                    self._acked[tp] = target.key()
+        self._start_heartbeat()
+
+    def detach(self, parts: Iterable[TopicPartition]) -> None:
+        """Close the consumers of partitions the app no longer reads (their subscription stays)."""
+        with self._lock:
+            closing = [self._consumers.pop(tp) for tp in parts if tp in self._consumers]
+        for consumer in closing:
+            consumer.close_async(lambda _result: None)
+
+    def _subscribe(self, parts: list[TopicPartition]) -> dict[TopicPartition, Any]:
+        import _pulsar
+        import pulsar
+
+        client = self._ensure_client()
+        results: dict[TopicPartition, Any] = {}
+        done = threading.Event()
+        lock = threading.Lock()
+
+        def callback(tp: TopicPartition) -> Any:
+            def on_subscribed(result: Any, consumer: Any) -> None:
+                with lock:
+                    results[tp] = consumer if result == _pulsar.Result.Ok else result
+                    if len(results) == len(parts):
+                        done.set()
+
+            return on_subscribed
+
+        for tp in parts:
+            conf = _pulsar.ConsumerConfiguration()
+            conf.consumer_type(pulsar.ConsumerType.Failover)
+            conf.receiver_queue_size(0)
+            conf.consumer_name(f"{self.app_id}@{socket.gethostname()}:{os.getpid()}")
+            client.subscribe_async(tp.name, self.name, conf, callback(tp))
+        if parts and not done.wait(_WAIT_S + len(parts) * 0.05):
+            raise PulsarError(f"attaching subscription {self.name} to {len(parts)} partitions timed out")
+        failed = {tp: r for tp, r in results.items() if not hasattr(r, "acknowledge_cumulative_async")}
+        if failed:  # the subscriptions exist; their consumers are retried on the next trigger
+            sample = ", ".join(f"{tp}: {r}" for tp, r in sorted(failed.items())[:5])
+            log.warning(
+                "%d consumer(s) of %s not attached (retried next trigger): %s", len(failed), self.name, sample
+            )
+        return {tp: c for tp, c in results.items() if tp not in failed}
+
+    def _ensure_client(self) -> Any:
+        if self._client is None:
+            from widehouse.pulsar.client import connect
+
+            self._client = connect(self.settings, io_threads=2)._client
+        return self._client
+
+    # -- reading state ------------------------------------------------------------------------
+    def last_positions(self, parts: Iterable[TopicPartition]) -> dict[TopicPartition, Position]:
+        """Last message position (whole entry) per attached partition; entry -1 when it is empty.
+
+        Partitions without a consumer, or whose answer failed, are left out (unknown).
+        """
+        import _pulsar
+
+        with self._lock:
+            asked = {tp: self._consumers[tp] for tp in parts if tp in self._consumers}
+        if not asked:
+            return {}
+        answers: dict[TopicPartition, Position] = {}
+        pending = [len(asked)]
+        done = threading.Event()
+        lock = threading.Lock()
+
+        def callback(tp: TopicPartition) -> Any:
+            def on_last(result: Any, message_id: Any) -> None:
+                with lock:
+                    if result == _pulsar.Result.Ok:
+                        answers[tp] = Position(message_id.ledger_id(), message_id.entry_id())
+                    pending[0] -= 1
+                    if pending[0] == 0:
+                        done.set()
+
+            return on_last
+
+        for tp, consumer in asked.items():
+            consumer.get_last_message_id_async(callback(tp))
+        done.wait(_WAIT_S)
+        with lock:
+            return dict(answers)
+
+    # -- commit -------------------------------------------------------------------------------
+    def commit(self, marks: Mapping[TopicPartition, Mark]) -> int:
+        """Move each partition's subscription forward to its mark (never back); returns acks sent.
+
+        Acks are asynchronous: the subscription moves within the client's ack grouping time.
+        """
+        import _pulsar
+
+        sent = 0
+        with self._lock:
+            for tp, mark in marks.items():
+                target = ack_target(mark)
+                consumer = self._consumers.get(tp)
+                if target is None or consumer is None:
+                    continue
+                key = target.key()
+                if key <= self._acked.get(tp, (-1, -1, -1)):
+                    continue
+                message_id = _pulsar.MessageId(tp.partition, target.ledger, target.entry, -1)
+                consumer.acknowledge_cumulative_async(message_id, _ack_callback(self.name, tp))
+                self._acked[tp] = key
+                sent += 1
+        return sent
+
+    # -- heartbeat ----------------------------------------------------------------------------
+    def _start_heartbeat(self) -> None:
+        if self._heartbeat is None and self.heartbeat_interval_s > 0:
+            self._heartbeat = threading.Thread(
+                target=self._beat, name="widehouse-pulsar-heartbeat", daemon=True
+            )
+            self._heartbeat.start()
+
+    def _beat(self) -> None:
+        from widehouse.pulsar.admin import PulsarAdmin
+
+        with PulsarAdmin(self.settings) as admin:
+            while not self._stop.wait(self.heartbeat_interval_s):
+                props = heartbeat_properties(self.app_id)
+                for tp in sorted(self.attached):
+                    if self._stop.is_set():
+                        return
+                    try:
+                        admin.update_subscription_properties(tp.name, self.name, props)
+                    except PulsarError as exc:  # a deleted topic, a broker restart: next beat retries
+                        log.warning("heartbeat of %s on %s failed: %s", self.name, tp, exc)
+
+    def close(self) -> None:
+        """Stop heartbeats and close the consumers (flushing pending acks); subscriptions stay."""
+        self._stop.set()
+        with self._lock:
+            consumers = list(self._consumers.values())
+            self._consumers.clear()
+        for consumer in consumers:
+            try:
+                consumer.close()
+            except Exception as exc:  # closing is best effort: the broker drops them with the connection
+                log.debug("closing a consumer of %s: %s", self.name, exc)
+        if self._client is not None:
+            try:
+                self._client.close()
+            except Exception as exc:
+                log.debug("closing the Pulsar client: %s", exc)
+            self._client = None
+
+
+def _reset_to_time_path(tp: TopicPartition, subscription: str, timestamp_ms: int) -> str:
+    from urllib.parse import quote
+
+    from widehouse.pulsar.topics import TopicName
+
+    rest = TopicName.parse(tp.name).rest_path
+    return f"{rest}/subscription/{quote(subscription, safe='')}/resetcursor/{timestamp_ms}"
+
+
+def _ack_callback(name: str, tp: TopicPartition) -> Any:
+    import _pulsar
+
+    def on_ack(result: Any) -> None:
+        if result != _pulsar.Result.Ok:
+            log.warning("moving subscription %s on %s failed: %s (the next commit retries)", name, tp, result)
+
+    return on_ack

@@ -1,0 +1,347 @@
+"""Options of the ``pulsar`` source: parsed and validated once, into a frozen, picklable object.
+
+Every error names the option and its value. Spark hands options over case-insensitively; names
+below are the canonical camelCase.
+
+- ``topics``: comma-separated full topic names (a ``-partition-N`` name reads one partition); or
+  ``topicsPattern`` + ``namespaces``: a regex over the topics of those namespaces
+  (``tenant/ns,...``), matched against the local name, or the full name if it contains ``://``.
+- ``serviceUrl``, ``adminUrl``, ``authToken``: default to the settings (``WIDEHOUSE_PULSAR_*``).
+- ``startingOffsets``: ``earliest``, ``latest`` (the stream default; batch: ``earliest``) or JSON
+  per topic / partition (a message id is the first message read). ``endingOffsets`` (batch only):
+  ``latest`` (default) or JSON (a message id is the first message *not* read).
+- ``failOnDataLoss`` (default ``true``): fail when messages were deleted before being read, or a
+  topic with unread messages was deleted / recreated; ``false`` logs a warning and goes on.
+- Admission control: ``maxMessagesPerTrigger`` (total per micro-batch, split by backlog),
+  ``minMessagesPerTopic`` (floor per topic, default 1000, so no topic starves),
+  ``maxMessagesPerTopic`` (cap: a number, or JSON ``{"<topic>": n, "*": n}``),
+  ``minMessagesPerTrigger`` + ``maxTriggerDelay`` (wait for that many messages, at most that long,
+  default 15m).
+- Subscriptions: ``appId`` (required for streams; names the durable subscriptions
+  ``<subscriptionPrefix><appId>``), ``subscriptionPrefix`` (``widehouse-``),
+  ``durableSubscription`` (``true``), ``heartbeatInterval`` (``10m``).
+- Tasks: ``messagesPerTask`` (100000), ``minTasks`` (1), ``maxPartitionsPerTask`` (256).
+- Reading: ``readTimeout`` (``120s``: longest wait for a message that must exist),
+  ``receiverQueueSize`` (2000), ``arrowBatchRows`` (10000); ``adminConcurrency`` (16 parallel admin
+  calls on the driver side).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from widehouse.errors import ConfigError, PulsarError
+from widehouse.pulsar.admission import Limits
+from widehouse.pulsar.broker import TopicSelector
+from widehouse.pulsar.offsets import EARLIEST, LATEST, OffsetSpec, parse_offset_spec
+from widehouse.pulsar.subscriptions import DEFAULT_PREFIX, validate_app_id
+from widehouse.pulsar.topics import TopicName
+from widehouse.settings import PulsarSettings
+
+KNOWN = (
+    "topics",
+    "topic",
+    "topicsPattern",
+    "namespaces",
+    "serviceUrl",
+    "adminUrl",
+    "authToken",
+    "startingOffsets",
+    "endingOffsets",
+    "failOnDataLoss",
+    "maxMessagesPerTrigger",
+    "minMessagesPerTopic",
+    "maxMessagesPerTopic",
+    "minMessagesPerTrigger",
+    "maxTriggerDelay",
+    "appId",
+    "subscriptionPrefix",
+    "durableSubscription",
+    "heartbeatInterval",
+    "messagesPerTask",
+    "minTasks",
+    "maxPartitionsPerTask",
+    "readTimeout",
+    "receiverQueueSize",
+    "adminConcurrency",
+    "arrowBatchRows",
+)
+_CANONICAL = {k.lower(): k for k in KNOWN}
+_DURATION_RE = re.compile(r"^\s*(\d+)\s*(ms|s|sec|m|min|h)?\s*$", re.IGNORECASE)
+_UNITS_MS = {None: 1, "ms": 1, "s": 1000, "sec": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000}
+NO_LIMIT = 1 << 62
+"""A ReadMaxRows this large means "no total budget" (per-topic caps still apply)."""
+
+
+@dataclass(frozen=True)
+class ReadConfig:
+    """What an executor needs to read (plain values, shipped with every task)."""
+
+    service_url: str
+    auth_token: str | None = field(default=None, repr=False)
+    read_timeout_ms: int = 120_000
+    receiver_queue_size: int = 2000
+    fail_on_data_loss: bool = True
+    arrow_batch_rows: int = 10_000
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    selector: TopicSelector
+    pulsar: PulsarSettings
+    starting: OffsetSpec
+    starting_text: str
+    ending: OffsetSpec | None
+    fail_on_data_loss: bool
+    limits: Limits
+    app_id: str | None
+    subscription_prefix: str
+    durable_subscription: bool
+    heartbeat_interval_s: float
+    messages_per_task: int
+    min_tasks: int
+    max_partitions_per_task: int
+    read_timeout_ms: int
+    receiver_queue_size: int
+    admin_concurrency: int
+    arrow_batch_rows: int
+
+    @property
+    def read_config(self) -> ReadConfig:
+        return ReadConfig(
+            service_url=self.pulsar.service_url,
+            auth_token=self.pulsar.auth_token,
+            read_timeout_ms=self.read_timeout_ms,
+            receiver_queue_size=self.receiver_queue_size,
+            fail_on_data_loss=self.fail_on_data_loss,
+            arrow_batch_rows=self.arrow_batch_rows,
+        )
+
+    def for_stream(self) -> SourceOptions:
+        """Check what a streaming query needs (raises :class:`ConfigError`)."""
+        if self.ending is not None:
+            raise ConfigError("option endingOffsets is for batch reads (spark.read) only")
+        if self.durable_subscription and not self.app_id:
+            raise ConfigError(
+                "option appId is required for a streaming query (it names the durable subscriptions "
+                "that keep the app's unread data in Pulsar); or set durableSubscription=false"
+            )
+        return self
+
+
+class _Opts:
+    def __init__(self, options: Mapping[str, str]) -> None:
+        self.values: dict[str, str] = {}
+        for key, value in options.items():
+            canonical = _CANONICAL.get(key.lower())
+            if canonical is None:
+                close = difflib.get_close_matches(key.lower(), list(_CANONICAL), n=1)
+                hint = f"did you mean {_CANONICAL[close[0]]}? " if close else ""
+                raise ConfigError(
+                    f"unknown option {key!r} for the pulsar source; {hint}known options: {', '.join(KNOWN)}"
+                )
+            self.values[canonical] = str(value)
+
+    def get(self, name: str) -> str | None:
+        value = self.values.get(name)
+        return value.strip() if value is not None and value.strip() else None
+
+    def integer(self, name: str, default: int | None, minimum: int = 0) -> int | None:
+        raw = self.get(name)
+        if raw is None:
+            return default
+        try:
+            number = int(raw)
+        except ValueError as exc:
+            raise ConfigError(f"option {name}={raw!r} is not an integer") from exc
+        if number < minimum:
+            raise ConfigError(f"option {name}={raw!r} must be >= {minimum}")
+        return number
+
+    def boolean(self, name: str, default: bool) -> bool:
+        raw = self.get(name)
+        if raw is None:
+            return default
+        lowered = raw.lower()
+        if lowered in {"true", "1", "yes"}:
+            return True
+        if lowered in {"false", "0", "no"}:
+            return False
+        raise ConfigError(f"option {name}={raw!r} must be true or false")
+
+    def duration_ms(self, name: str, default: int) -> int:
+        raw = self.get(name)
+        if raw is None:
+            return default
+        match = _DURATION_RE.match(raw)
+        if not match:
+            raise ConfigError(f"option {name}={raw!r} is not a duration (e.g. 500ms, 30s, 10m, 1h)")
+        unit = match.group(2).lower() if match.group(2) else None
+        return int(match.group(1)) * _UNITS_MS[unit]
+
+
+def parse_options(
+    options: Mapping[str, str], pulsar_defaults: PulsarSettings | None = None, batch: bool = False
+) -> SourceOptions:
+    """Validate the source's options; ``pulsar_defaults`` default to the widehouse settings."""
+    opts = _Opts(options)
+    selector = _selector(opts)
+    pulsar = _pulsar_settings(opts, pulsar_defaults)
+    starting_text = opts.get("startingOffsets") or (EARLIEST if batch else LATEST)
+    starting = parse_offset_spec(starting_text, "startingOffsets", default=EARLIEST)
+    ending_text = opts.get("endingOffsets")
+    ending = None
+    if ending_text is not None:
+        ending = parse_offset_spec(ending_text, "endingOffsets", allowed=(LATEST,), default=LATEST)
+    elif batch:
+        ending = parse_offset_spec(LATEST, "endingOffsets", allowed=(LATEST,), default=LATEST)
+    app_id = opts.get("appId")
+    if app_id is not None:
+        validate_app_id(app_id)
+    prefix = opts.get("subscriptionPrefix") or DEFAULT_PREFIX
+    if not re.fullmatch(r"[A-Za-z0-9_.\-]{1,50}", prefix):
+        raise ConfigError(f"option subscriptionPrefix={prefix!r}: use letters, digits, '_', '.', '-'")
+    return SourceOptions(
+        selector=selector,
+        pulsar=pulsar,
+        starting=starting,
+        starting_text=starting_text,
+        ending=ending,
+        fail_on_data_loss=opts.boolean("failOnDataLoss", True),
+        limits=_limits(opts, selector),
+        app_id=app_id,
+        subscription_prefix=prefix,
+        durable_subscription=opts.boolean("durableSubscription", True),
+        heartbeat_interval_s=opts.duration_ms("heartbeatInterval", 600_000) / 1000,
+        messages_per_task=opts.integer("messagesPerTask", 100_000, minimum=1) or 100_000,
+        min_tasks=opts.integer("minTasks", 1, minimum=1) or 1,
+        max_partitions_per_task=opts.integer("maxPartitionsPerTask", 256, minimum=1) or 256,
+        read_timeout_ms=max(1, opts.duration_ms("readTimeout", 120_000)),
+        receiver_queue_size=opts.integer("receiverQueueSize", 2000, minimum=1) or 2000,
+        admin_concurrency=opts.integer("adminConcurrency", 16, minimum=1) or 16,
+        arrow_batch_rows=opts.integer("arrowBatchRows", 10_000, minimum=1) or 10_000,
+    )
+
+
+def _selector(opts: _Opts) -> TopicSelector:
+    topics_text = opts.get("topics") or opts.get("topic")
+    pattern = opts.get("topicsPattern")
+    namespaces_text = opts.get("namespaces")
+    if topics_text and pattern:
+        raise ConfigError("options topics and topicsPattern exclude each other; give one")
+    if not topics_text and not pattern:
+        raise ConfigError("option topics (comma-separated full topic names) or topicsPattern is required")
+    if topics_text:
+        topics = tuple(t.strip() for t in topics_text.split(",") if t.strip())
+        for topic in topics:
+            try:
+                name = TopicName.parse(topic)
+            except PulsarError as exc:
+                raise ConfigError(f"option topics: {exc}") from exc
+            if name.domain != "persistent":
+                raise ConfigError(f"option topics: {topic} is not persistent (positions need persistence)")
+        if namespaces_text:
+            raise ConfigError("option namespaces goes with topicsPattern, not with topics")
+        return TopicSelector(topics=topics)
+    assert pattern is not None
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ConfigError(f"option topicsPattern={pattern!r} is not a regular expression: {exc}") from exc
+    if not namespaces_text:
+        raise ConfigError("option topicsPattern needs option namespaces (comma-separated tenant/namespace)")
+    namespaces = tuple(n.strip() for n in namespaces_text.split(",") if n.strip())
+    for namespace in namespaces:
+        if not re.fullmatch(r"[A-Za-z0-9_.\-=:]+/[A-Za-z0-9_.\-=:]+", namespace):
+            raise ConfigError(f"option namespaces: {namespace!r} is not tenant/namespace")
+    return TopicSelector(pattern=pattern, namespaces=namespaces)
+
+
+def _pulsar_settings(opts: _Opts, defaults: PulsarSettings | None) -> PulsarSettings:
+    service_url = opts.get("serviceUrl")
+    admin_url = opts.get("adminUrl")
+    token = opts.get("authToken")
+    if defaults is None and (service_url is None or admin_url is None):
+        from widehouse.settings import load_settings
+
+        defaults = load_settings().pulsar
+    if service_url is not None and not re.match(r"^pulsar(\+ssl)?://[^/]+", service_url):
+        raise ConfigError(f"option serviceUrl={service_url!r} must be pulsar://host:port or pulsar+ssl://")
+    if admin_url is not None and not re.match(r"^https?://[^/]+", admin_url):
+        raise ConfigError(f"option adminUrl={admin_url!r} must be http(s)://host:port")
+    assert defaults is not None or (service_url and admin_url)
+    return PulsarSettings(
+        service_url=service_url or (defaults.service_url if defaults else ""),
+        admin_url=(admin_url or (defaults.admin_url if defaults else "")).rstrip("/"),
+        auth_token=token if token is not None else (defaults.auth_token if defaults else None),
+    )
+
+
+def _limits(opts: _Opts, selector: TopicSelector) -> Limits:
+    max_per_topic: dict[str, int] = {}
+    default_cap: int | None = None
+    raw_caps = opts.get("maxMessagesPerTopic")
+    if raw_caps is not None:
+        if raw_caps.startswith("{"):
+            try:
+                data = json.loads(raw_caps)
+            except ValueError as exc:
+                raise ConfigError(f"option maxMessagesPerTopic is not valid JSON: {exc}") from exc
+            if not isinstance(data, dict):
+                raise ConfigError("option maxMessagesPerTopic must be a number or a JSON object")
+            for topic, cap in data.items():
+                if not isinstance(cap, int) or isinstance(cap, bool) or cap < 0:
+                    raise ConfigError(f"option maxMessagesPerTopic: {topic} needs a count >= 0, got {cap!r}")
+                if topic == "*":
+                    default_cap = cap
+                    continue
+                try:
+                    name = TopicName.parse(topic)
+                except PulsarError as exc:
+                    raise ConfigError(f"option maxMessagesPerTopic: {exc}") from exc
+                max_per_topic[str(name.base)] = cap
+        else:
+            default_cap = opts.integer("maxMessagesPerTopic", None, minimum=1)
+    min_trigger = opts.integer("minMessagesPerTrigger", None, minimum=1)
+    delay = opts.duration_ms("maxTriggerDelay", 900_000)
+    if opts.get("maxTriggerDelay") is not None and min_trigger is None:
+        raise ConfigError("option maxTriggerDelay goes with minMessagesPerTrigger")
+    return Limits(
+        max_per_trigger=opts.integer("maxMessagesPerTrigger", None, minimum=1),
+        min_per_topic=opts.integer("minMessagesPerTopic", 1000, minimum=0) or 0,
+        max_per_topic=max_per_topic or None,
+        default_max_per_topic=default_cap,
+        min_per_trigger=min_trigger,
+        max_trigger_delay_ms=delay,
+    )
+
+
+def source_options(pulsar: PulsarSettings, topics: Iterable[str], **extra: object) -> dict[str, str]:
+    """Options for ``spark.readStream.format("pulsar")`` from settings, topics and extras.
+
+    ``extra`` keys are option names (``appId="group-7", maxMessagesPerTrigger=500_000,
+    startingOffsets="earliest"``); booleans become ``true``/``false``, dicts become JSON. With no
+    topics, give ``topicsPattern=...`` and ``namespaces=...`` instead. The result is validated
+    here, so a bad value fails in the caller, not inside Spark.
+    """
+    options: dict[str, str] = {"serviceUrl": pulsar.service_url, "adminUrl": pulsar.admin_url}
+    names = list(topics)
+    if names:
+        options["topics"] = ",".join(names)
+    if pulsar.auth_token:
+        options["authToken"] = pulsar.auth_token
+    for key, value in extra.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            options[key] = "true" if value else "false"
+        elif isinstance(value, dict):
+            options[key] = json.dumps(value)
+        else:
+            options[key] = str(value)
+    parse_options(options, pulsar)
+    return options

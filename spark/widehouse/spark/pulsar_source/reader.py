@@ -1,0 +1,341 @@
+"""Executor side: read the slices of one task into Arrow record batches.
+
+Each slice gets its own Pulsar reader (a non-durable cursor: nothing is left on the broker when it
+closes). Readers of the next few slices are created asynchronously while the current one is
+drained, so a task of many small slices does not pay one round trip per slice. A reader starts
+just after the slice's start (or at the earliest message) and the slice ends after exactly
+``count`` messages (the broker index says how many there are); messages outside ``(start, end]``
+are skipped, so the same slice always yields the same rows.
+
+If messages are missing (deleted by retention, topic recreated), the slice ends early and the
+loss is reported: an error with ``failOnDataLoss``, a warning otherwise.
+
+One Pulsar client per Python worker process is kept (workers are reused across tasks), and so
+are the readers of the last slices read (up to 2048, closed after 3 minutes unused): a reader whose
+slice ended exactly where the next batch's slice of that partition starts carries on, prefetched
+queue included, instead of subscribing again (a stream of small batches over many partitions spends
+most of its read time creating readers otherwise).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Generator, Iterator
+from typing import TYPE_CHECKING, Any
+
+from widehouse.errors import PulsarError
+from widehouse.pulsar.broker import DataLossError
+from widehouse.spark.pulsar_source.options import ReadConfig
+from widehouse.spark.pulsar_source.planning import ReadTask, Slice
+from widehouse.spark.pulsar_source.schema import arrow_schema
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+log = logging.getLogger("widehouse.pulsar.source")
+
+_CLIENTS: dict[tuple[str, str | None], Any] = {}
+_CLIENTS_LOCK = threading.Lock()
+_OPEN_AHEAD = 8
+_POLL_MS = 500
+_MIN_QUEUE = 100
+_KEPT_MAX = 2048
+_KEPT_IDLE_S = 180.0
+_KEPT: OrderedDict[tuple[str, str | None, str], tuple[Any, tuple[int, int, int], float]] = OrderedDict()
+"""Readers kept between tasks: (service, token, partition) -> (reader, key consumed through, kept at)."""
+_KEPT_LOCK = threading.Lock()
+_JANITOR: list[threading.Thread] = []
+
+
+def _kept_key(config: ReadConfig, piece: Slice) -> tuple[str, str | None, str]:
+    return (config.service_url, config.auth_token, piece.tp.name)
+
+
+def _take_kept(config: ReadConfig, piece: Slice) -> Any:
+    """The kept reader of this partition if it stopped exactly at the slice's start, else None."""
+    if piece.start.position is None:
+        return None
+    with _KEPT_LOCK:
+        kept = _KEPT.pop(_kept_key(config, piece), None)
+    if kept is None:
+        return None
+    reader, through, _kept_at = kept
+    if through == piece.start.position.key():
+        return reader
+    reader.close_async(_ignore)
+    return None
+
+
+def _keep(config: ReadConfig, piece: Slice, reader: Any) -> None:
+    assert piece.end.position is not None
+    key = _kept_key(config, piece)
+    closing = []
+    with _KEPT_LOCK:
+        replaced = _KEPT.pop(key, None)
+        if replaced is not None:  # another reader of this partition (a query restarted elsewhere)
+            closing.append(replaced[0])
+        _KEPT[key] = (reader, piece.end.position.key(), time.monotonic())
+        while len(_KEPT) > _KEPT_MAX:
+            _key, (old, _through, _kept_at) = _KEPT.popitem(last=False)
+            closing.append(old)
+        if not _JANITOR:
+            _JANITOR.append(
+                threading.Thread(target=_close_idle, name="widehouse-pulsar-readers", daemon=True)
+            )
+            _JANITOR[0].start()
+    for old in closing:
+        old.close_async(_ignore)
+
+
+def _close_idle() -> None:
+    """Close kept readers nobody used for a while (the query stopped, or the partition moved)."""
+    while True:
+        time.sleep(15)
+        cutoff = time.monotonic() - _KEPT_IDLE_S
+        with _KEPT_LOCK:
+            stale = [key for key, (_r, _t, kept_at) in _KEPT.items() if kept_at < cutoff]
+            readers = [_KEPT.pop(key)[0] for key in stale]
+        for reader in readers:
+            reader.close_async(_ignore)
+
+
+def _ignore(_result: Any) -> None:
+    pass
+
+
+def client_for(config: ReadConfig) -> Any:
+    """The process's raw ``_pulsar.Client`` for this service URL and token."""
+    key = (config.service_url, config.auth_token)
+    with _CLIENTS_LOCK:
+        client = _CLIENTS.get(key)
+        if client is None:
+            from widehouse.pulsar.client import connect
+            from widehouse.settings import PulsarSettings
+
+            settings = PulsarSettings(config.service_url, "http://unused", config.auth_token)
+            client = connect(settings, io_threads=2)._client
+            _CLIENTS[key] = client
+        return client
+
+
+class _Opener:
+    """Creates the readers of a task's slices a few slices ahead, asynchronously."""
+
+    def __init__(self, client: Any, slices: tuple[Slice, ...], config: ReadConfig) -> None:
+        self.client = client
+        self.slices = slices
+        self.config = config
+        self.results: dict[int, Any] = {}
+        self.events: dict[int, threading.Event] = {}
+        self.issued = 0
+
+    def _issue_until(self, end: int) -> None:
+        import _pulsar
+
+        while self.issued < min(end, len(self.slices)):
+            i = self.issued
+            piece = self.slices[i]
+            event = threading.Event()
+            self.events[i] = event
+            self.issued += 1
+            kept = _take_kept(self.config, piece)
+            if kept is not None:
+                self.results[i] = kept
+                event.set()
+                continue
+            conf = _pulsar.ReaderConfiguration()
+            # at least a small queue: the reader may be kept and carry on with the next batch
+            conf.receiver_queue_size(min(self.config.receiver_queue_size, max(_MIN_QUEUE, piece.count)))
+            if piece.start.position is None:
+                start = _pulsar.MessageId.earliest
+                conf.start_message_id_inclusive(True)
+            else:
+                p = piece.start.position
+                start = _pulsar.MessageId(piece.partition, p.ledger, p.entry, p.batch)
+
+            def done(result: Any, reader: Any, i: int = i, event: threading.Event = event) -> None:
+                self.results[i] = reader if result == _pulsar.Result.Ok else result
+                event.set()
+
+            self.client.create_reader_async(piece.tp.name, start, conf, done)
+
+    def reader(self, i: int) -> Any:
+        self._issue_until(i + _OPEN_AHEAD)
+        if not self.events[i].wait(self.config.read_timeout_ms / 1000):
+            raise PulsarError(f"creating a reader on {self.slices[i].tp} timed out")
+        result = self.results.pop(i)
+        if not hasattr(result, "read_next"):
+            raise PulsarError(f"cannot read {self.slices[i].tp}: {result}")
+        return result
+
+    def close(self) -> None:
+        """Close readers created ahead and never used (an aborted task)."""
+        for i in range(self.issued):
+            if self.events[i].wait(5) and hasattr(self.results.get(i), "close_async"):
+                self.results.pop(i).close_async(_ignore)
+
+
+class _Columns:
+    """Column buffers of the rows not yet emitted."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.values: list[bytes] = []
+        self.keys: list[str] = []
+        self.ledgers: list[int] = []
+        self.entries: list[int] = []
+        self.batches: list[int] = []
+        self.publish: list[int] = []
+        self.event: list[int] = []
+        self.prop_offsets: list[int] = [0]
+        self.prop_keys: list[str] = []
+        self.prop_values: list[str] = []
+        self.runs: list[tuple[str, int, int]] = []  # (topic, partition, rows)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def to_batch(self, schema: pa.Schema) -> pa.RecordBatch:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        n = len(self.values)
+        topics = pa.concat_arrays([pa.array([t] * k, pa.string()) for t, _p, k in self.runs])
+        partitions = pa.concat_arrays([pa.array([str(p)] * k, pa.string()) for _t, p, k in self.runs])
+        keys = pa.array(self.keys, pa.string())
+        keys = pc.if_else(pc.equal(keys, ""), pa.scalar(None, pa.string()), keys)
+        message_ids = pc.binary_join_element_wise(
+            pa.array(self.ledgers, pa.int64()).cast(pa.string()),
+            pa.array(self.entries, pa.int64()).cast(pa.string()),
+            partitions,
+            pa.array(self.batches, pa.int64()).cast(pa.string()),
+            ":",
+        )
+        ts_type = schema.field("__publishTime").type
+        publish = pc.multiply(pa.array(self.publish, pa.int64()), 1000).cast(ts_type)
+        event_ms = pa.array(self.event, pa.int64())
+        event = pc.if_else(
+            pc.equal(event_ms, 0), pa.scalar(None, ts_type), pc.multiply(event_ms, 1000).cast(ts_type)
+        )
+        properties = pa.MapArray.from_arrays(
+            pa.array(self.prop_offsets, pa.int32()),
+            pa.array(self.prop_keys, pa.string()),
+            pa.array(self.prop_values, pa.string()),
+            type=schema.field("__properties").type,
+        )
+        batch = pa.RecordBatch.from_arrays(
+            [pa.array(self.values, pa.binary()), topics, keys, message_ids, publish, event, properties],
+            schema=schema,
+        )
+        assert batch.num_rows == n
+        self.reset()
+        return batch
+
+
+def read_task(task: ReadTask, config: ReadConfig) -> Iterator[pa.RecordBatch]:
+    """Arrow batches of every message of the task's slices, in slice order."""
+    schema = arrow_schema()
+    client = client_for(config)
+    opener = _Opener(client, task.slices, config)
+    columns = _Columns()
+    try:
+        for i, piece in enumerate(task.slices):
+            reader = opener.reader(i)
+            complete = False
+            try:
+                complete = yield from _read_slice(reader, piece, columns, config, schema)
+            finally:
+                if complete:
+                    _keep(config, piece, reader)
+                else:
+                    reader.close_async(_ignore)
+        if len(columns):
+            yield columns.to_batch(schema)
+    finally:
+        opener.close()
+
+
+def _read_slice(  # noqa: PLR0912, PLR0915 (the per-message loop stays inline: the hot path)
+    reader: Any, piece: Slice, columns: _Columns, config: ReadConfig, schema: pa.Schema
+) -> Generator[pa.RecordBatch, None, bool]:
+    """Append the slice's messages to ``columns`` (yielding full batches); True if all were read."""
+    import _pulsar
+
+    expected = piece.count
+    start, end = piece.start, piece.end
+    # a message is in the slice when start < (ledger, entry, batch) <= end
+    start_key = start.position.key() if start.position is not None else (-1, -1, -1)
+    end_key = end.position.key() if end.position is not None else (-1, -1, -1)
+    got = 0
+    run_start = len(columns)
+    waited_since: float | None = None
+    lost_reason = ""
+    read_next, timeout = reader.read_next, _pulsar.Timeout
+    while got < expected:
+        values, keys, publish, event = columns.values, columns.keys, columns.publish, columns.event
+        ledgers, entries, batches = columns.ledgers, columns.entries, columns.batches
+        prop_offsets, prop_keys, prop_values = columns.prop_offsets, columns.prop_keys, columns.prop_values
+        room = min(expected - got, config.arrow_batch_rows - len(values))
+        filled = 0
+        while filled < room:
+            try:
+                msg = read_next(_POLL_MS)
+            except timeout:
+                break
+            mid = msg.message_id()
+            key = (mid.ledger_id(), mid.entry_id(), mid.batch_index())
+            if key <= start_key:
+                continue  # before the slice (a reader resumes at the start entry)
+            if key > end_key:
+                lost_reason = f"reached {key[0]}:{key[1]}:{key[2]}, past the end"
+                break
+            values.append(msg.data())
+            keys.append(msg.partition_key())
+            ledgers.append(key[0])
+            entries.append(key[1])
+            batches.append(key[2])
+            publish.append(msg.publish_timestamp())
+            event.append(msg.event_timestamp())
+            props = msg.properties()
+            if props:
+                prop_keys.extend(props.keys())
+                prop_values.extend(props.values())
+            prop_offsets.append(len(prop_keys))
+            filled += 1
+        got += filled
+        waited_since = None if filled else waited_since
+        if lost_reason:
+            break
+        if filled < room:  # the poll timed out
+            now = time.monotonic()
+            waited_since = waited_since or now
+            if not reader.has_message_available():
+                lost_reason = "the topic has no more messages"
+                break
+            if (now - waited_since) * 1000 > config.read_timeout_ms:
+                raise PulsarError(
+                    f"reading {piece.tp}: no message for {config.read_timeout_ms} ms while "
+                    f"{expected - got} more were expected up to {end.encode_position()}"
+                )
+            continue
+        if len(values) >= config.arrow_batch_rows:
+            columns.runs.append((piece.topic, piece.partition, len(values) - run_start))
+            yield columns.to_batch(schema)
+            run_start = 0
+    if len(columns) > run_start:
+        columns.runs.append((piece.topic, piece.partition, len(columns) - run_start))
+    if got < expected:
+        message = (
+            f"{piece.tp}: {expected - got} of {expected} messages between "
+            f"{start.encode_position()} and {end.encode_position()} are gone ({lost_reason})"
+        )
+        if config.fail_on_data_loss:
+            raise DataLossError(f"data loss: {message}; set failOnDataLoss=false to go on without them")
+        log.warning("data loss: %s (failOnDataLoss=false: going on)", message)
+        return False
+    return True

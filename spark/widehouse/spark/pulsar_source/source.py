@@ -1,0 +1,179 @@
+"""The PySpark data source ``pulsar``: thin adapters from Spark's API to the controller and reader.
+
+Where each piece runs:
+
+- ``PulsarDataSource.__init__`` validates the options (a Python worker the JVM starts; errors
+  reach the caller as an ``AnalysisException`` naming the option);
+- the stream reader's offset calls run in one long-lived Python process next to the driver JVM,
+  which holds the :class:`~.controller.StreamController`;
+- ``read`` runs on executors; it only needs the picklable task and :class:`~.options.ReadConfig`.
+
+Readers are created on executors too (Spark builds a reader there to call ``read``), so their
+constructors only store options; all clients are created lazily.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+
+from widehouse.errors import ConfigError
+from widehouse.spark.pulsar_source.controller import BatchPlanner, StreamController, budget_of
+from widehouse.spark.pulsar_source.options import NO_LIMIT, ReadConfig, SourceOptions, parse_options
+from widehouse.spark.pulsar_source.planning import ReadTask
+from widehouse.spark.pulsar_source.reader import read_task
+from widehouse.spark.pulsar_source.schema import SCHEMA_DDL
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructType
+
+FORMAT = "pulsar"
+log = logging.getLogger("widehouse.pulsar.source")
+
+
+class PulsarInputPartition(InputPartition):
+    """One Spark task: the slices it reads (plain data, pickled to the executor)."""
+
+    def __init__(self, task: ReadTask) -> None:
+        super().__init__(task.messages)
+        self.task = task
+
+
+class PulsarDataSource(DataSource):
+    """``spark.readStream.format("pulsar")`` / ``spark.read.format("pulsar")``; see the options module."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        super().__init__(options)
+        self.parsed = parse_options(dict(options))
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def schema(self) -> str:
+        return SCHEMA_DDL
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        _check_schema(schema)
+        return PulsarBatchReader(parse_options(dict(self.options), self.parsed.pulsar, batch=True))
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 (PySpark's API)
+        _check_schema(schema)
+        return PulsarStreamReader(self.parsed.for_stream())
+
+
+class PulsarBatchReader(DataSourceReader):
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+        self.read_config: ReadConfig = options.read_config
+
+    def partitions(self) -> Sequence[InputPartition]:
+        planner = BatchPlanner(self.options)
+        try:
+            return [PulsarInputPartition(task) for task in planner.plan()]
+        finally:
+            planner.close()
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, PulsarInputPartition):  # Spark's stand-in for "no partitions"
+            return iter(())
+        return read_task(partition.task, self.read_config)
+
+
+class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+        self.read_config: ReadConfig = options.read_config
+        self._controller: StreamController | None = None
+
+    @property
+    def controller(self) -> StreamController:
+        if self._controller is None:
+            self._controller = StreamController(self.options)
+        return self._controller
+
+    def initialOffset(self) -> dict[str, Any]:  # noqa: N802 (PySpark's API)
+        return self.controller.initial_offset()
+
+    def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802 (PySpark's API)
+        limits = self.options.limits
+        if limits.max_per_trigger is not None:
+            return ReadMaxRows(limits.max_per_trigger)
+        if limits.limited:  # per-topic caps only: a "limit" Spark passes back, so caps apply
+            return ReadMaxRows(NO_LIMIT)
+        return ReadAllAvailable()
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:  # noqa: N802 (PySpark's API)
+        if isinstance(limit, ReadMaxRows):
+            budget = budget_of(limit.max_rows)
+        elif isinstance(limit, ReadAllAvailable):
+            budget = None
+        else:
+            raise ConfigError(f"the pulsar source supports row limits only, not {limit}")
+        return self.controller.latest_offset(start, budget)
+
+    def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802 (PySpark's API)
+        self.controller.prepare_available_now()
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:  # noqa: N802 (PySpark's API)
+        return self.controller.report_latest()
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        return [PulsarInputPartition(task) for task in self.controller.plan(start, end)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, PulsarInputPartition):  # Spark's stand-in for "no partitions"
+            return iter(())
+        return read_task(partition.task, self.read_config)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        self.controller.commit(end)
+
+    def stop(self) -> None:
+        if self._controller is not None:
+            self._controller.stop()
+            self._controller = None
+
+
+def _check_schema(schema: StructType) -> None:
+    names = [f.name for f in schema.fields]
+    from widehouse.spark.pulsar_source.schema import COLUMNS
+
+    if tuple(names) != COLUMNS:
+        raise ConfigError(
+            f"the pulsar source has a fixed schema ({', '.join(COLUMNS)}); do not pass .schema(...)"
+        )
+
+
+def register(spark: SparkSession) -> None:
+    """Register the ``pulsar`` format with ``spark`` (idempotent).
+
+    Spark starts the data source's planner and stream reader processes with the driver JVM's
+    ``PYSPARK_PYTHON`` (not the ``spark.pyspark.python`` setting); without it they run ``python3``
+    from PATH, which may lack pyarrow and pulsar-client. That is worth a warning here.
+    """
+    spark.dataSource.register(PulsarDataSource)
+    try:
+        jvm = spark.sparkContext._jvm
+        python = jvm.java.lang.System.getenv("PYSPARK_PYTHON") if jvm is not None else ""
+    except Exception:  # Spark Connect has no JVM handle: nothing to check
+        return
+    if not python:
+        log.warning(
+            "PYSPARK_PYTHON is not set in the Spark driver's environment: the pulsar source's "
+            "planner and stream reader will run `python3` from PATH; set PYSPARK_PYTHON=%s before "
+            "the session starts",
+            sys.executable,
+        )

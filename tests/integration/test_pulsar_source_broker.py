@@ -1,0 +1,356 @@
+"""The Pulsar source's driver and executor sides against the real broker, without Spark.
+
+Exact positions from the broker index (across batch entries and ledgers), discovery, admission
+control per trigger, data loss, subscription cursors that follow commits, and cleanup of the
+subscriptions of dead apps.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from widehouse.cli import main as cli_main
+from widehouse.errors import PulsarError
+from widehouse.pulsar import client as pulsar_client
+from widehouse.pulsar.admin import PulsarAdmin
+from widehouse.pulsar.broker import BrokerView, DataLossError, TopicSelector
+from widehouse.pulsar.cleanup import cleanup
+from widehouse.pulsar.offsets import Mark, Position, SourceOffset, TopicPartition
+from widehouse.pulsar.subscriptions import PROP_APP, PROP_HEARTBEAT, SubscriptionKeeper
+from widehouse.pulsar.topics import TopicName
+from widehouse.settings import Settings
+from widehouse.spark.pulsar_source.controller import StreamController
+from widehouse.spark.pulsar_source.options import parse_options
+from widehouse.spark.pulsar_source.reader import read_task
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def ns(services: Settings) -> Iterator[str]:
+    namespace = f"widehouse-it/ps-{uuid.uuid4().hex[:8]}"
+    with PulsarAdmin(services.pulsar) as admin:
+        admin.ensure_namespace(namespace)
+        yield namespace
+        drop_namespace(admin, namespace)
+
+
+def drop_namespace(admin: PulsarAdmin, namespace: str) -> None:
+    """Best-effort removal of a test namespace and its topics (the broker forbids forced deletes)."""
+    try:
+        for topic in admin.list_partitioned_topics(namespace):
+            admin.delete_topic(topic, force=True)
+        for topic in admin.list_topics(namespace):
+            admin.request(
+                "DELETE", TopicName.parse(topic).rest_path, params={"force": "true"}, ok=(200, 204, 404)
+            )
+        admin.request("DELETE", f"namespaces/{namespace}", ok=(200, 204, 404, 409))
+    except PulsarError:
+        pass  # a consumer reconnecting in the background may recreate a topic: leave the rest
+
+
+@pytest.fixture
+def client(services: Settings) -> Iterator[Any]:
+    c = pulsar_client.connect(services.pulsar)
+    yield c
+    c.close()
+
+
+def publish(client: Any, topic: str, n: int, batch: int = 0, tag: str = "") -> list[str]:
+    """Send ``n`` distinct payloads (batched ``batch`` at a time when > 0); returns the payloads."""
+    kwargs: dict[str, Any] = {"batching_enabled": False}
+    if batch:
+        kwargs = {
+            "batching_enabled": True,
+            "batching_max_messages": batch,
+            "batching_max_publish_delay_ms": 50,
+        }
+    producer = client.create_producer(topic, **kwargs)
+    payloads = [f"{topic}#{tag}{i}" for i in range(n)]
+    for i, payload in enumerate(payloads):
+        producer.send_async(payload.encode(), None, partition_key=f"k{i}")
+    producer.flush()
+    producer.close()
+    return payloads
+
+
+def all_message_ids(client: Any, topic: str) -> list[tuple[int, int, int]]:
+    import pulsar
+
+    reader = client.create_reader(topic, pulsar.MessageId.earliest)
+    ids = []
+    while reader.has_message_available():
+        mid = reader.read_next(10_000).message_id()
+        ids.append((mid.ledger_id(), mid.entry_id(), mid.batch_index()))
+    reader.close()
+    return ids
+
+
+def consumed_through(ids: list[tuple[int, int, int]], i: int) -> Position:
+    """The position meaning "consumed through message i" (a whole entry when i ends its entry)."""
+    ledger, entry, batch = ids[i]
+    last_of_entry = i + 1 == len(ids) or ids[i + 1][:2] != (ledger, entry)
+    return Position(ledger, entry) if batch < 0 or last_of_entry else Position(ledger, entry, batch)
+
+
+def run_batches(controller: StreamController, budget: int | None, start: dict[str, Any] | None = None) -> Any:
+    """Plan and read batches until nothing is left; yields (end offset, payloads) per batch."""
+    offset = start or controller.initial_offset()
+    for _ in range(100):
+        end = controller.latest_offset(offset, budget)
+        if end == offset:
+            return
+        payloads = []
+        for task in controller.plan(offset, end):
+            for batch in read_task(task, controller.options.read_config):
+                payloads += [v.decode() for v in batch.column("value").to_pylist()]
+        yield end, payloads
+        controller.commit(end)
+        offset = end
+    raise AssertionError("never caught up")
+
+
+def test_locate_is_exact_across_batch_entries_and_ledgers(services: Settings, ns: str, client: Any) -> None:
+    topic = f"persistent://{ns}/mixed"
+    tp = TopicPartition(topic, -1)
+    with PulsarAdmin(services.pulsar) as admin:
+        publish(client, topic, 20)
+        admin.request("PUT", f"persistent/{ns}/mixed/unload")  # the next messages go to a new ledger
+        publish(client, topic, 50, batch=7, tag="b")
+        admin.request("PUT", f"persistent/{ns}/mixed/unload")
+        publish(client, topic, 10, tag="c")
+    ids = all_message_ids(client, topic)
+    assert len(ids) == 80 and len({i[0] for i in ids}) == 3  # three ledgers
+    view = BrokerView(services.pulsar)
+    try:
+        last = view.last_entries([tp])[0][tp]
+        assert last is not None and last.index == 79
+        first = view.first_entries([tp])[0][tp]
+        assert first is not None and first.first_index == 0
+        earliest = view.earliest_mark(tp, first)
+        assert earliest == Mark(None, -1)
+        for target in (0, 1, 19, 20, 21, 26, 27, 33, 55, 69, 70, 78):
+            expected = Mark(consumed_through(ids, target), target)
+            assert view.locate(tp, earliest, last.mark, target) == expected, target
+        inside = Mark(consumed_through(ids, 22), 22)  # a mark inside a batch entry as the lower bound
+        assert inside.position is not None and inside.position.batch >= 0
+        assert view.locate(tp, inside, last.mark, 23) == Mark(consumed_through(ids, 23), 23)
+        assert view.locate(tp, inside, last.mark, 60) == Mark(consumed_through(ids, 60), 60)
+        for target in (1, 20, 24, 70):  # the mark before a given message id
+            ledger, entry, batch = ids[target]
+            assert view.mark_before(tp, Position(ledger, entry, batch)) == Mark(
+                consumed_through(ids, target - 1), target - 1
+            )
+        assert view.mark_before(tp, Position(*ids[0])) == Mark(None, -1)
+    finally:
+        view.close()
+
+
+def test_discovery_by_list_pattern_and_partition(services: Settings, ns: str, client: Any) -> None:
+    with PulsarAdmin(services.pulsar) as admin:
+        admin.ensure_partitions(f"persistent://{ns}/orders", 2)
+        publish(client, f"persistent://{ns}/clicks", 1)
+        publish(client, f"persistent://{ns}/other", 1)
+        view = BrokerView(services.pulsar)
+        try:
+            pattern = TopicSelector(pattern="(orders|clicks)", namespaces=(ns,))
+            assert view.discover(pattern) == {
+                TopicPartition(f"persistent://{ns}/orders", 0),
+                TopicPartition(f"persistent://{ns}/orders", 1),
+                TopicPartition(f"persistent://{ns}/clicks", -1),
+            }
+            listed = TopicSelector(
+                topics=(f"persistent://{ns}/orders-partition-1", f"persistent://{ns}/nope")
+            )
+            assert view.discover(listed) == {TopicPartition(f"persistent://{ns}/orders", 1)}
+            admin.ensure_partitions(f"persistent://{ns}/orders", 3)
+            assert TopicPartition(f"persistent://{ns}/orders", 2) in view.discover(pattern)
+        finally:
+            view.close()
+
+
+def test_admission_per_trigger_floor_and_exactly_once(services: Settings, ns: str, client: Any) -> None:
+    with PulsarAdmin(services.pulsar) as admin:
+        admin.ensure_partitions(f"persistent://{ns}/big", 3)
+    sent = publish(client, f"persistent://{ns}/big", 900, batch=10)
+    sent += publish(client, f"persistent://{ns}/mid", 150)
+    sent += publish(client, f"persistent://{ns}/tiny", 5)
+    options = parse_options(
+        {
+            "topicsPattern": ".*",
+            "namespaces": ns,
+            "appId": "adm",
+            "startingOffsets": "earliest",
+            "minMessagesPerTopic": "20",
+            "messagesPerTask": "100",
+        },
+        services.pulsar,
+    )
+    controller = StreamController(options)
+    try:
+        got: list[str] = []
+        batches = list(run_batches(controller, budget=200))
+        for end, payloads in batches:
+            assert len(payloads) <= 200
+            got += payloads
+            metrics = {m.topic.rsplit("/", 1)[1]: m for m in _metrics(end)}
+            assert sum(m.rows for m in metrics.values()) == len(payloads)
+        first_topics = {p.split("#")[0].rsplit("/", 1)[1] for p in batches[0][1]}
+        assert first_topics == {"big", "mid", "tiny"}  # the floor: no topic waits for the big one
+        assert [len(p) for _, p in batches[:5]] == [200, 200, 200, 200, 200]
+        assert sorted(got) == sorted(sent) and len(got) == len(set(got))
+        report = controller.report_latest()
+        assert report is not None and report["backlog"] == 0
+    finally:
+        controller.stop()
+
+
+def _metrics(end: dict[str, Any]) -> Any:
+    from widehouse.pulsar.offsets import topic_metrics
+
+    return topic_metrics(SourceOffset.from_json(end))
+
+
+def test_cursor_follows_commits_and_new_partitions_start_at_earliest(
+    services: Settings, ns: str, client: Any
+) -> None:
+    topic = f"persistent://{ns}/t"
+    with PulsarAdmin(services.pulsar) as admin:
+        admin.ensure_partitions(topic, 1)
+        sent = publish(client, topic, 100)
+        options = parse_options(
+            {"topics": topic, "appId": "cur", "startingOffsets": "earliest"}, services.pulsar
+        )
+        controller = StreamController(options)
+        try:
+            start = controller.initial_offset()
+            end = controller.latest_offset(start, 30)
+            sub = "widehouse-cur"
+            part0 = f"{topic}-partition-0"
+            assert admin.topic_stats(part0)["subscriptions"][sub]["msgBacklog"] == 100  # at earliest
+            controller.commit(end)
+            mark = SourceOffset.from_json(end).partitions[TopicPartition(topic, 0)].mark
+            assert mark.position is not None
+            _wait_for(
+                lambda: (
+                    admin.internal_stats(part0)["cursors"][sub]["markDeletePosition"]
+                    == f"{mark.position.ledger}:{mark.position.entry}"
+                )
+            )
+            # grow the topic: the new partition is read from its earliest message
+            admin.ensure_partitions(topic, 2)
+            sent += publish(client, topic, 40, tag="grown")
+            got = [p for _, batch in run_batches(controller, None, end) for p in batch]
+            assert sorted(got) == sorted(sent[30:])
+            # idle: the last batch is committed although Spark never calls commit for it
+            for partition in (0, 1):
+                name = f"{topic}-partition-{partition}"
+                _wait_for(lambda name=name: admin.topic_stats(name)["subscriptions"][sub]["msgBacklog"] == 0)
+        finally:
+            controller.stop()
+
+
+def _wait_for(condition: Any, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.3)
+
+
+@pytest.mark.parametrize("fail", [True, False])
+def test_a_deleted_topic_with_unread_messages_is_data_loss(
+    services: Settings, ns: str, client: Any, fail: bool
+) -> None:
+    topics = [f"persistent://{ns}/keep", f"persistent://{ns}/gone"]
+    for topic in topics:
+        publish(client, topic, 10)
+    options = parse_options(
+        {
+            "topics": ",".join(topics),
+            "appId": f"loss-{fail}",
+            "startingOffsets": "earliest",
+            "failOnDataLoss": str(fail).lower(),
+            "minMessagesPerTopic": "2",
+        },
+        services.pulsar,
+    )
+    controller = StreamController(options)
+    try:
+        start = controller.initial_offset()
+        end = controller.latest_offset(start, 10)  # 5 of each: 5 left unread on each
+        controller.commit(end)
+        with PulsarAdmin(services.pulsar) as admin:
+            admin.delete_topic(topics[1], force=True)
+        publish(client, topics[0], 3, tag="more")
+        if fail:
+            with pytest.raises(DataLossError, match=r"gone.*unread message|failOnDataLoss=false"):
+                controller.latest_offset(end, None)
+        else:
+            after = SourceOffset.from_json(controller.latest_offset(end, None))
+            keep = after.partitions[TopicPartition(topics[0], -1)]
+            assert keep.mark.index == 12  # 10 + 3 messages, all read
+            gone = after.partitions.get(TopicPartition(topics[1], -1))
+            assert gone is None or gone.mark.index <= 0  # dropped, or restarted on a recreated topic
+    finally:
+        controller.stop()
+
+
+def test_cleanup_removes_dead_apps_and_keeps_live_ones(services: Settings, ns: str, client: Any) -> None:
+    topic = f"persistent://{ns}/events"
+    publish(client, topic, 3)
+    tp = TopicPartition(topic, -1)
+    view = BrokerView(services.pulsar)
+    live = SubscriptionKeeper(services.pulsar, "live", view, heartbeat_interval_s=0)
+    try:
+        live.attach({tp: Mark(None, -1)})  # a running app: consumer attached
+        old = str(int(time.time() * 1000) - 3 * 3600 * 1000)
+        with PulsarAdmin(services.pulsar) as admin:
+            for app, beat in (("dead", old), ("resting", str(int(time.time() * 1000)))):
+                props = {PROP_APP: app, PROP_HEARTBEAT: beat}
+                assert admin.create_subscription(topic, f"widehouse-{app}", None, props)
+            admin.create_subscription(topic, "someone-else", None)
+            # an old heartbeat does not matter while the app is attached
+            admin.update_subscription_properties(
+                topic, "widehouse-live", {PROP_APP: "live", PROP_HEARTBEAT: old}
+            )
+            dry = cleanup(view, [ns], ttl_s=3600, dry_run=True)
+            assert {v.subscription.app: v.remove for v in dry} == {
+                "dead": True,
+                "resting": False,
+                "live": False,
+            }
+            assert "widehouse-dead" in admin.subscriptions(topic)
+            assert cli_main(["pulsar", "cleanup", "--namespace", ns, "--ttl", "1h"]) == 0
+            assert sorted(admin.subscriptions(topic)) == [
+                "someone-else",
+                "widehouse-live",
+                "widehouse-resting",
+            ]
+            live.close()  # the app stops: with its old heartbeat it is now dead too
+            verdicts = cleanup(view, [ns], ttl_s=3600)
+            assert [v.subscription.app for v in verdicts if v.remove] == ["live"]
+            assert sorted(admin.subscriptions(topic)) == ["someone-else", "widehouse-resting"]
+            cleanup(view, [ns], ttl_s=3600, retire=["resting"])
+            assert admin.subscriptions(topic) == ["someone-else"]
+    finally:
+        live.close()
+        view.close()
+
+
+def test_lag_command_shows_backlog_per_app(services: Settings, ns: str, client: Any, capsys: Any) -> None:
+    topic = f"persistent://{ns}/lagging"
+    publish(client, topic, 7)
+    with PulsarAdmin(services.pulsar) as admin:
+        props = {PROP_APP: "slow", PROP_HEARTBEAT: str(int(time.time() * 1000))}
+        admin.create_subscription(topic, "widehouse-slow", None, props)
+    time.sleep(0.5)
+    assert cli_main(["pulsar", "lag", "--namespace", ns, "--app", "slow"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if "lagging" in line)
+    assert row.split()[:5] == ["slow", f"{ns}/lagging", "1", "7", "no"], out

@@ -1,0 +1,167 @@
+"""Kill a streaming app in the middle of a micro-batch, restart it: nothing lost, nothing doubled.
+
+The app runs in its own process group (this file is also its entry point: ``python
+test_pulsar_source_crash.py app ...``). Its sink is idempotent per batch id (parquet per batch)
+and, for one batch, writes its rows and then sleeps before Spark can commit: SIGKILL lands there.
+On restart Spark replays that batch from its logged offsets; the source must return the very
+same messages (checked against what the killed run wrote), then go on with what arrived meanwhile.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+from widehouse.errors import PulsarError
+from widehouse.pulsar import client as pulsar_client
+from widehouse.pulsar.admin import PulsarAdmin
+from widehouse.pulsar.topics import TopicName
+from widehouse.settings import Settings
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
+
+KILL_BATCH = 2
+
+
+def run_app(
+    spark: Any, options: dict[str, str], checkpoint: str, out: str, hold_batch: int, hold_s: float
+) -> None:
+    """The streaming app: AvailableNow into parquet files per batch id."""
+    from widehouse.spark.pulsar_source import register
+
+    register(spark)
+
+    def sink(df: Any, batch_id: int) -> None:
+        df.write.mode("overwrite").parquet(f"{out}/batch={batch_id}")
+        if batch_id == hold_batch:
+            payloads = sorted(r.value.decode() for r in df.select("value").collect())
+            marker = Path(out).parent / f"written-{batch_id}.json"
+            marker.write_text(json.dumps(payloads))
+            time.sleep(hold_s)  # the test kills the app here: rows written, batch not committed
+
+    query = (
+        spark.readStream.format("pulsar")
+        .options(**options)
+        .load()
+        .writeStream.foreachBatch(sink)
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+
+
+@pytest.fixture
+def ns(services: Settings) -> Iterator[str]:
+    namespace = f"widehouse-it/psc-{uuid.uuid4().hex[:8]}"
+    with PulsarAdmin(services.pulsar) as admin:
+        admin.ensure_namespace(namespace)
+        yield namespace
+        try:
+            for topic in admin.list_partitioned_topics(namespace):
+                admin.delete_topic(topic, force=True)
+            for topic in admin.list_topics(namespace):
+                path = TopicName.parse(topic).rest_path
+                admin.request("DELETE", path, params={"force": "true"}, ok=(200, 204, 404))
+            admin.request("DELETE", f"namespaces/{namespace}", ok=(200, 204, 404, 409))
+        except PulsarError:
+            pass
+
+
+def publish(client: Any, topic: str, n: int, tag: str) -> list[str]:
+    producer = client.create_producer(
+        topic, batching_enabled=True, batching_max_messages=25, batching_max_publish_delay_ms=20
+    )
+    payloads = [f"{topic}#{tag}{i}" for i in range(n)]
+    for i, payload in enumerate(payloads):
+        producer.send_async(payload.encode(), None, partition_key=str(i))
+    producer.flush()
+    producer.close()
+    return payloads
+
+
+def test_kill_mid_batch_and_restart_loses_and_doubles_nothing(
+    spark: Any, services: Settings, ns: str, tmp_path: Path
+) -> None:
+    from widehouse.spark.pulsar_source import source_options
+
+    orders, clicks = f"persistent://{ns}/orders", f"persistent://{ns}/clicks"
+    client = pulsar_client.connect(services.pulsar)
+    try:
+        with PulsarAdmin(services.pulsar) as admin:
+            admin.ensure_partitions(orders, 2)
+        sent = publish(client, orders, 1000, "a") + publish(client, clicks, 500, "a")
+        options = source_options(
+            services.pulsar,
+            [orders, clicks],
+            appId="crash",
+            startingOffsets="earliest",
+            maxMessagesPerTrigger=300,
+        )
+        checkpoint, out = tmp_path / "checkpoint", tmp_path / "out"
+        env = {**os.environ, "WIDEHOUSE_STATE_DIR": str(tmp_path / "state"), "PYSPARK_PYTHON": sys.executable}
+        args = [sys.executable, __file__, "app", json.dumps(options), str(checkpoint), str(out)]
+        proc = subprocess.Popen(
+            args, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        marker = tmp_path / f"written-{KILL_BATCH}.json"
+        try:
+            deadline = time.monotonic() + 240
+            while not marker.exists():
+                if proc.poll() is not None:
+                    raise AssertionError(f"the app ended early: {proc.stderr.read().decode()[-3000:]}")  # type: ignore[union-attr]
+                assert time.monotonic() < deadline, "the app never reached the batch to kill"
+                time.sleep(0.2)
+            time.sleep(0.5)
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(30)
+        # killed mid-batch: the batch's offsets are logged, its commit is not
+        assert (checkpoint / "offsets" / str(KILL_BATCH)).exists()
+        assert not (checkpoint / "commits" / str(KILL_BATCH)).exists()
+        written_before_kill = json.loads(marker.read_text())
+        assert len(written_before_kill) == 300
+
+        sent += publish(client, orders, 120, "b") + publish(client, clicks, 80, "b")  # while it is down
+        marker.unlink()
+        run_app(spark, options, str(checkpoint), str(out), hold_batch=KILL_BATCH, hold_s=0)
+
+        replayed = json.loads(marker.read_text())
+        assert replayed == written_before_kill  # the replayed batch read exactly the same messages
+        rows = spark.read.parquet(str(out)).select("value").collect()
+        payloads = [r.value.decode() for r in rows]
+        assert len(payloads) == len(set(payloads)), "duplicates"
+        assert set(payloads) == set(sent), f"missing {len(set(sent) - set(payloads))}"
+        # the restarted app moved its subscriptions to the end
+        with PulsarAdmin(services.pulsar) as admin:
+            for name in (f"{orders}-partition-0", f"{orders}-partition-1", clicks):
+                deadline = time.monotonic() + 15
+                while admin.topic_stats(name)["subscriptions"]["widehouse-crash"]["msgBacklog"] != 0:
+                    assert time.monotonic() < deadline, f"subscription on {name} not at the end"
+                    time.sleep(0.3)
+    finally:
+        client.close()
+
+
+if __name__ == "__main__" and len(sys.argv) == 5 and sys.argv[1] == "app":
+    from widehouse.settings import load_settings
+    from widehouse.spark.session import build_session
+
+    session = build_session(
+        load_settings(),
+        "pulsar-crash-test",
+        {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "2"},
+    )
+    run_app(session, json.loads(sys.argv[2]), sys.argv[3], sys.argv[4], hold_batch=KILL_BATCH, hold_s=600)

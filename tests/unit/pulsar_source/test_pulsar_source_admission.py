@@ -1,0 +1,109 @@
+"""Admission control: budgets split by backlog, floors, caps, exact totals."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from widehouse.pulsar.admission import Limits, allocate, plan_takes, should_wait
+
+
+def test_everything_is_taken_when_it_fits() -> None:
+    assert allocate({"a": 10, "b": 5}, budget=100, floor=3) == {"a": 10, "b": 5}
+    assert allocate({"a": 10, "b": 5}, budget=None) == {"a": 10, "b": 5}
+
+
+def test_the_budget_is_split_by_backlog_and_summed_exactly() -> None:
+    grant = allocate({"big": 9000, "mid": 900, "small": 100}, budget=1000)
+    assert sum(grant.values()) == 1000
+    assert grant["big"] > grant["mid"] > grant["small"] > 0
+    assert abs(grant["big"] - 900) <= 1 and abs(grant["mid"] - 90) <= 1
+
+
+def test_the_floor_keeps_small_topics_alive() -> None:
+    grant = allocate({"big": 1_000_000, "small": 50}, budget=1000, floor=100)
+    assert grant["small"] == 50  # all of it: below the floor
+    assert grant["big"] == 950
+    grant = allocate({"big": 1_000_000, "small": 5000}, budget=1000, floor=100)
+    assert grant["small"] >= 100 and sum(grant.values()) == 1000
+
+
+def test_the_floor_shrinks_when_the_budget_cannot_cover_it() -> None:
+    demand = {f"t{i}": 1000 for i in range(10)}
+    grant = allocate(demand, budget=50, floor=100)
+    assert sum(grant.values()) == 50
+    assert set(grant.values()) == {5}
+
+
+def test_topics_take_turns_when_not_even_one_message_each_fits() -> None:
+    demand = {f"t{i}": 10 for i in range(5)}
+    first = allocate(demand, budget=2, floor=1, rotation=0)
+    second = allocate(demand, budget=2, floor=1, rotation=2)
+    assert sum(first.values()) == sum(second.values()) == 2
+    assert {k for k, v in first.items() if v} != {k for k, v in second.items() if v}
+
+
+def test_caps_apply_with_and_without_a_budget() -> None:
+    assert allocate({"a": 500, "b": 500}, budget=None, caps={"a": 100}) == {"a": 100, "b": 500}
+    grant = allocate({"a": 5000, "b": 5000}, budget=1000, caps={"a": 100})
+    assert grant == {"a": 100, "b": 900}
+
+
+def test_zero_and_negative_demands() -> None:
+    assert allocate({"a": 0, "b": 7}, budget=3, floor=1) == {"a": 0, "b": 3}
+    with pytest.raises(ValueError, match="negative demand"):
+        allocate({"a": -1}, budget=3)
+
+
+def test_allocation_is_deterministic() -> None:
+    demand = {f"t{i}": (i * 7919) % 1000 + 1 for i in range(50)}
+    assert allocate(demand, 777, 5) == allocate(dict(reversed(list(demand.items()))), 777, 5)
+
+
+def test_partitions_of_a_topic_share_its_grant() -> None:
+    backlog = {("a", 0): 1000, ("a", 1): 10, ("b", -1): 5}
+    takes = plan_takes(backlog, Limits(), budget=100)  # floor 1000, shrunk to 50 per topic
+    assert sum(takes.values()) == 100
+    assert takes[("b", -1)] == 5 and takes[("a", 1)] >= 1
+    assert takes[("a", 0)] > takes[("a", 1)]
+    tiny_floor = plan_takes(backlog, Limits(min_per_topic=1), budget=100)
+    assert sum(tiny_floor.values()) == 100 and 1 <= tiny_floor[("b", -1)] < 5
+    assert plan_takes(backlog, Limits(), budget=None) == backlog  # read everything: caps ignored
+
+
+def test_per_topic_caps_from_limits() -> None:
+    limits = Limits(max_per_topic={"a": 10}, default_max_per_topic=20)
+    takes = plan_takes({("a", 0): 100, ("b", 0): 100, ("c", 0): 5}, limits, budget=1 << 62)
+    assert takes == {("a", 0): 10, ("b", 0): 20, ("c", 0): 5}
+    assert limits.limited and not Limits().limited
+
+
+def test_waiting_for_a_minimum_batch() -> None:
+    limits = Limits(min_per_trigger=100, max_trigger_delay_ms=60_000)
+    assert should_wait(10, limits, waited_ms=1000, draining=False)
+    assert not should_wait(10, limits, waited_ms=61_000, draining=False)
+    assert not should_wait(100, limits, waited_ms=0, draining=False)
+    assert not should_wait(10, limits, waited_ms=0, draining=True)  # AvailableNow must finish
+    assert not should_wait(10, Limits(), waited_ms=0, draining=False)
+
+
+@given(
+    demand=st.dictionaries(
+        st.sampled_from([f"t{i}" for i in range(30)]), st.integers(0, 10_000), max_size=30
+    ),
+    budget=st.integers(0, 50_000),
+    floor=st.integers(0, 2000),
+    caps=st.dictionaries(st.sampled_from([f"t{i}" for i in range(30)]), st.integers(0, 5000), max_size=10),
+)
+@settings(max_examples=300, deadline=None)
+def test_allocation_invariants(demand: dict[str, int], budget: int, floor: int, caps: dict[str, int]) -> None:
+    grant = allocate(demand, budget, floor, caps)
+    need = {k: min(v, caps.get(k, v)) for k, v in demand.items()}
+    assert set(grant) == set(demand)
+    assert all(0 <= grant[k] <= need[k] for k in demand)
+    assert sum(grant.values()) == min(budget, sum(need.values()))  # the budget is used, never exceeded
+    active = [k for k, n in need.items() if n > 0]
+    if floor and active and budget >= len(active) * min(floor, budget // len(active)):
+        share = min(floor, budget // len(active))
+        assert all(grant[k] >= min(need[k], share) for k in active)  # nobody starves
