@@ -11,6 +11,7 @@ VENDOR := $(or $(WIDEHOUSE_VENDOR_DIR),$(CURDIR)/.vendor)
 MVN := scripts/mvn.sh
 PYTEST_ARGS ?=
 BENCH ?=
+DEMO_ARGS ?=
 
 PY_STAMP := $(VENV)/.widehouse-installed
 PULSAR_STAMP := $(VENDOR)/pulsar/.resolved
@@ -57,8 +58,8 @@ down: ## stop every local service
 status: ## show the local services
 	$(VENV)/bin/widehouse services status
 
-demo: up ## the main job on the embedded defaults (for now: services + smoke round trips)
-	$(VENV)/bin/widehouse smoke
+demo: setup ## the main job on the embedded defaults: services, plan, generator, streams, analyst queries
+	$(VENV)/bin/widehouse demo $(DEMO_ARGS)
 
 smoke: ## round-trip real data through every part (services must be up)
 	$(VENV)/bin/widehouse smoke

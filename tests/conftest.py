@@ -52,8 +52,7 @@ def settings(state_dir: Path) -> Settings:
 def services(settings: Settings) -> Iterator[Settings]:
     """Real Pulsar, HBase and HBase Thrift for the session (reused if already running)."""
     manager = ServiceManager(settings.local)
-    already_up = all(_answers(service) for service in manager.services.values())
-    if already_up:
+    if manager.answering():
         yield settings
         return
     started = manager.up()
@@ -61,13 +60,6 @@ def services(settings: Settings) -> Iterator[Settings]:
         yield settings
     finally:
         manager.down(started)
-
-
-def _answers(service: Any) -> bool:
-    try:
-        return service.probe() is None
-    except Exception:  # a probe of a stopped service may raise (connection refused)
-        return False
 
 
 @pytest.fixture(scope="session")

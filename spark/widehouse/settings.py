@@ -157,6 +157,43 @@ VARIABLES: tuple[Variable, ...] = (
         "5",
         "Slot planner: live traffic is the median of the last N stats observations kept in the state dir.",
     ),
+    Variable(
+        "WIDEHOUSE_TENANT_SUFFIX",
+        "(none)",
+        "Run against copies of the catalog's tenants named "
+        "<tenant>-<suffix> (a staging deployment, an isolated test run); the generator's --tenant-suffix.",
+    ),
+    Variable(
+        "WIDEHOUSE_STREAM_APP",
+        "widehouse",
+        "Streaming: application id; prefixes Pulsar subscriptions, "
+        "ClickHouse insert deduplication tokens and Delta txnAppIds (one per deployment).",
+    ),
+    Variable(
+        "WIDEHOUSE_STREAM_CHECKPOINT_ROOT",
+        "<state>/checkpoints",
+        "Streaming: checkpoint root; each "
+        "slot group checkpoints under <root>/<app>/<group> (a cluster path on a cluster).",
+    ),
+    Variable("WIDEHOUSE_STREAM_TRIGGER_SECONDS", "10", "Streaming: micro-batch trigger interval in seconds."),
+    Variable(
+        "WIDEHOUSE_STREAM_MAX_MESSAGES",
+        "500000",
+        "Streaming: admission budget, messages per micro-batch over all topics of a group.",
+    ),
+    Variable("WIDEHOUSE_STREAM_SINKS", "clickhouse,delta", "Streaming: sinks to write (clickhouse, delta)."),
+    Variable(
+        "WIDEHOUSE_STREAM_STOP_GRACE_SECONDS",
+        "30",
+        "Streaming: on SIGTERM, wait this long for the running "
+        "micro-batch to finish before stopping (an unfinished batch is replayed on restart).",
+    ),
+    Variable(
+        "WIDEHOUSE_STREAM_MAX_RESTARTS",
+        "3",
+        "Streaming: restarts of a failed query from its checkpoint "
+        "before the app gives up (0 = fail at once).",
+    ),
 )
 
 _KNOWN = {v.name for v in VARIABLES}
@@ -300,6 +337,28 @@ class PlannerSettings:
             )
 
 
+STREAM_SINKS = ("clickhouse", "delta")
+
+
+@dataclass(frozen=True)
+class StreamSettings:
+    """Knobs of the streaming wide-table job (per app; a slot group is one query of it)."""
+
+    app: str = "widehouse"
+    tenant_suffix: str | None = None
+    """Topics live in ``<tenant>-<suffix>`` instead of the catalog's tenants (see Catalog.relocated)."""
+    checkpoint_root: str = ""
+    trigger_seconds: float = 10.0
+    max_messages: int = 500_000
+    sinks: tuple[str, ...] = STREAM_SINKS
+    stop_grace_seconds: float = 30.0
+    max_restarts: int = 3
+
+    def checkpoint(self, group: str) -> str:
+        """Checkpoint location of one slot group."""
+        return f"{self.checkpoint_root.rstrip('/')}/{self.app}/{group}"
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything a Widehouse process needs to know about its environment."""
@@ -314,6 +373,7 @@ class Settings:
     spark: SparkSettings
     local: LocalServicesSettings
     planner: PlannerSettings = field(default_factory=PlannerSettings)
+    stream: StreamSettings = field(default_factory=StreamSettings)
 
 
 def mask_url(url: str) -> str:
@@ -380,6 +440,33 @@ def _parse_positive_float(value: str) -> float:
     number = float(value)
     if number <= 0:
         raise ValueError("must be a positive number")
+    return number
+
+
+def _parse_app_id(value: str) -> str:
+    if not re.fullmatch(r"[a-z][a-z0-9_-]{0,31}", value):
+        raise ValueError("must be lowercase letters, digits, '-' or '_', starting with a letter (max 32)")
+    return value
+
+
+def _parse_tenant_suffix(value: str) -> str:
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,30}", value):
+        raise ValueError("must be 1-31 lowercase letters, digits or '-'")
+    return value
+
+
+def _parse_sinks(value: str) -> tuple[str, ...]:
+    sinks = tuple(dict.fromkeys(s.strip() for s in value.split(",") if s.strip()))
+    unknown = [s for s in sinks if s not in STREAM_SINKS]
+    if unknown or not sinks:
+        raise ValueError(f"sinks are a comma list of {', '.join(STREAM_SINKS)}")
+    return sinks
+
+
+def _parse_non_negative_int(value: str) -> int:
+    number = int(value)
+    if number < 0:
+        raise ValueError("must be >= 0")
     return number
 
 
@@ -551,6 +638,16 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         spark=spark,
         local=local,
         planner=planner,
+        stream=StreamSettings(
+            app=env.get("WIDEHOUSE_STREAM_APP", "widehouse", _parse_app_id),
+            tenant_suffix=env.get("WIDEHOUSE_TENANT_SUFFIX", None, _parse_tenant_suffix),
+            checkpoint_root=env.raw("WIDEHOUSE_STREAM_CHECKPOINT_ROOT") or str(state_dir / "checkpoints"),
+            trigger_seconds=env.get("WIDEHOUSE_STREAM_TRIGGER_SECONDS", 10.0, _parse_positive_float),
+            max_messages=env.get("WIDEHOUSE_STREAM_MAX_MESSAGES", 500_000, _parse_positive_int),
+            sinks=env.get("WIDEHOUSE_STREAM_SINKS", STREAM_SINKS, _parse_sinks),
+            stop_grace_seconds=env.get("WIDEHOUSE_STREAM_STOP_GRACE_SECONDS", 30.0, _parse_positive_float),
+            max_restarts=env.get("WIDEHOUSE_STREAM_MAX_RESTARTS", 3, _parse_non_negative_int),
+        ),
     )
 
 

@@ -29,7 +29,8 @@ def test_delta_write_read_and_time_travel(spark: Any, settings: Settings) -> Non
     assert uids(spark.read.format("delta").load(path)) == ["u9"]
     assert uids(spark.read.format("delta").option("versionAsOf", 0).load(path)) == ["u1", "u2"]
     assert uids(spark.read.format("delta").option("versionAsOf", 1).load(path)) == ["u1", "u2", "u3"]
-    ts = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t_between + 0.5))
+    # after version 0 was committed and before version 1 (millisecond precision: no truncation)
+    ts = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t_between)) + f".{int(t_between * 1000) % 1000:03d}"
     assert uids(spark.read.format("delta").option("timestampAsOf", ts).load(path)) == ["u1", "u2"]
     history = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").select("version", "operation").collect()
     assert [(r.version, r.operation) for r in sorted(history)] == [(0, "WRITE"), (1, "WRITE"), (2, "WRITE")]

@@ -23,7 +23,7 @@ def test_the_two_commands_exist_and_ci_runs_the_test_one() -> None:
     assert "make demo" in README and "make test" in README
     targets = set(re.findall(r"^([a-z-]+):", MAKEFILE, flags=re.MULTILINE))
     assert {"setup", "demo", "test", "up", "down", "lint", "bench", "help"} <= targets
-    assert re.search(r"^demo: .*\bup\b", MAKEFILE, flags=re.MULTILINE)  # the demo sets up itself
+    assert re.search(r"^demo: setup", MAKEFILE, flags=re.MULTILINE)  # the demo sets up itself
     assert re.search(r"^test: setup", MAKEFILE, flags=re.MULTILINE)
     ci = (ROOT / ".ci" / "run").read_text()
     assert ci.strip().splitlines()[-1] == "make test"

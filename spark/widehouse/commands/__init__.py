@@ -8,11 +8,14 @@ from typing import Any
 from widehouse.commands import (
     catalog_cmd,
     config_cmd,
+    demo_cmd,
     generate_cmd,
     plan_cmd,
     pulsar_cmd,
     services_cmd,
     smoke_cmd,
+    sql_cmd,
+    stream_cmd,
 )
 
 SubParsers = Any  # argparse._SubParsersAction is private; its type is not part of the API
@@ -26,6 +29,9 @@ COMMANDS: tuple[Callable[[SubParsers], None], ...] = (
     catalog_cmd.register,
     generate_cmd.register,
     generate_cmd.register_offline,
+    stream_cmd.register,
+    sql_cmd.register,
+    demo_cmd.register,
 )
 
 __all__ = ["COMMANDS", "SubParsers"]

@@ -175,6 +175,11 @@ class ServiceManager:
     def healthy(self, names: Iterable[str] | None = None) -> bool:
         return all(s.state == "running" for s in self.status(names))
 
+    def answering(self, names: Iterable[str] | None = None) -> bool:
+        """Whether every selected service answers its health probe, whoever started it (e.g. the
+        services of another state dir on the same ports)."""
+        return all(_probe(s) is None for s in self.select(names, with_dependencies=False))
+
     def log_tail(self, name: str, lines: int = 40) -> str:
         return tail(self.services[name].log_file, lines)
 

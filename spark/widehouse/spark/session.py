@@ -8,6 +8,7 @@ the ``overrides`` argument of a caller.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -90,6 +91,10 @@ def build_session(
         Path(settings.hive.metastore_db_dir).parent.mkdir(parents=True, exist_ok=True)
     if settings.spark.local_dir:
         Path(settings.spark.local_dir).mkdir(parents=True, exist_ok=True)
+    if settings.spark.is_local:
+        # Python data sources (the pulsar source) run in processes the JVM starts with its own
+        # PYSPARK_PYTHON, not spark.pyspark.python: make it this interpreter before the JVM starts.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)

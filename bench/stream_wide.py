@@ -1,0 +1,375 @@
+"""Streaming wide-table job: events/s into both sinks, freshness, union vs join, 1-1,000 topics.
+
+Everything runs on this machine with the local services co-located (Pulsar, HBase idle, Spark
+``local[*]``, ClickHouse embedded in this process, Delta on local disk). Parts:
+
+``throughput``  publish N events of the demo catalog (42 topics, 1% bad, 0.5% late), then one app
+                (one slot group) drains them into ClickHouse and Delta; events/s on the wall clock
+                and inside micro-batches, events/s per core.
+``freshness``   publish at a fixed rate for S seconds while the app runs with its trigger; freshness
+                (publish -> committed in both sinks) p50 / p95, and whether it kept up.
+``join``        the same events two ways in ClickHouse: Widehouse's union (parse, pre-aggregate per
+                (key, hour), insert partial rows, merged view) versus what a user would try without
+                it: one narrow table per topic, the wide row assembled at query time by joining the
+                topics on (uid, hour). Both are checked against the generator's expected rows.
+``topics``      1 vs 100 vs 1,000 topics in one app (a synthetic catalog), same total events.
+
+    python -m bench stream_wide [--parts throughput,freshness,join,topics] [--events 150000] [--budget 50000]
+                                [--rate 1000] [--seconds 90] [--topics 1,100,1000] [--topic-events 30000]
+                                [--log-batches]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from bench.common import machine, save, table
+
+CORES = os.cpu_count() or 1
+
+
+# -------------------------------------------------------------------------------- environment
+class Bench:
+    """One process, one chDB path, one Spark session; each part in its own database and folders."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def settings(self, part: str, schemas: Path | None = None, **env: str) -> Any:
+        from widehouse.settings import load_settings
+
+        values = {
+            **os.environ,
+            "WIDEHOUSE_STATE_DIR": str(self.root / "state"),
+            "WIDEHOUSE_CLICKHOUSE_DATABASE": f"bench_{part}",
+            "WIDEHOUSE_DELTA_ROOT": str(self.root / part / "delta"),
+            "WIDEHOUSE_STREAM_CHECKPOINT_ROOT": str(self.root / part / "checkpoints"),
+            "WIDEHOUSE_TENANT_SUFFIX": env.pop("suffix"),
+            **env,
+        }
+        if schemas is not None:
+            values["WIDEHOUSE_SCHEMAS_DIR"] = str(schemas)
+        return load_settings(values)
+
+
+def _suffix() -> str:
+    return "b" + uuid.uuid4().hex[:7]
+
+
+def _run_app(settings: Any, topics: list[str], available_now: bool = True, until: Any = None) -> Any:
+    from widehouse.spark.stream.job import StreamApp
+    from widehouse.stream.options import GroupSpec, RunOptions
+
+    app = StreamApp(settings, [GroupSpec("g001", tuple(topics))], RunOptions(available_now=available_now))
+    if available_now:
+        code = app.run()
+        assert code == 0, "the stream failed"
+        return app
+    app.start()
+    try:
+        until(app)
+    finally:
+        app.stop()
+    return app
+
+
+def _progress(app: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    rows = list(
+        app.clickhouse().query("SELECT * FROM stream_progress FINAL ORDER BY batch_id, topic").named_results()
+    )
+    return [r for r in rows if r["topic"] == "*"], [r for r in rows if r["topic"] != "*"]
+
+
+def _check(app: Any, manifest: Any) -> str:
+    from widehouse.generator.manifest import diff_rows
+
+    rows = app.clickhouse().query("SELECT * FROM user_hourly_merged").named_results()
+    problems = diff_rows(manifest.expected_rows("user_hourly"), {(r["uid"], r["hour"]): r for r in rows})
+    return "exact" if not problems else f"{len(problems)} differences"
+
+
+# -------------------------------------------------------------------------------- parts
+def part_throughput(bench: Bench, events: int, budget: int) -> dict[str, Any]:
+    from widehouse.generator.options import GenerateOptions
+    from widehouse.generator.run import generate
+    from widehouse.stream.measure import figures
+
+    suffix = _suffix()
+    settings = bench.settings("throughput", suffix=suffix, WIDEHOUSE_STREAM_MAX_MESSAGES=str(budget))
+    manifest = generate(
+        settings, GenerateOptions(count=events, rate=0, users=5000, tenant_suffix=suffix, create_topics=True)
+    )
+    topics = sorted(manifest.published_name(t) for t in manifest.topics)
+    app = _run_app(settings, topics)
+    run = figures(*_progress(app))
+    return {
+        "events": run.messages,
+        "batches": run.batches,
+        "wall_s": run.wall_seconds,
+        "wall_rate": run.wall_rate,
+        "batch_rate": run.batch_rate,
+        "per_core": run.batch_rate / CORES,
+        "check": _check(app, manifest),
+    }
+
+
+def part_freshness(bench: Bench, rate: float, seconds: float) -> dict[str, Any]:
+    from widehouse.generator.options import GenerateOptions
+    from widehouse.generator.run import generate
+    from widehouse.stream.measure import figures
+
+    suffix = _suffix()
+    settings = bench.settings("freshness", suffix=suffix, WIDEHOUSE_STREAM_TRIGGER_SECONDS="5")
+    # topics first (tiny burst), so the app can subscribe before the timed traffic starts
+    generate(
+        settings,
+        GenerateOptions(count=200, rate=0, users=5000, tenant_suffix=suffix, create_topics=True, seed=2),
+    )
+    from widehouse.catalog import load_catalog
+
+    topics = [str(t.name) for t in load_catalog(settings.schemas_dir).relocated(suffix).topics]
+    result: dict[str, Any] = {}
+
+    def publish_then_drain(app: Any) -> None:
+        done = threading.Event()
+
+        def publish() -> None:
+            generate(
+                settings,
+                GenerateOptions(duration_s=seconds, rate=rate, users=5000, tenant_suffix=suffix, seed=3),
+            )
+            result["published_at"] = time.time()
+            done.set()
+
+        threading.Thread(target=publish, daemon=True).start()
+        done.wait()
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            groups, _ = _progress(app)
+            last = groups[-1] if groups else None
+            if last and last["lag"] == 0 and last["batch_time"].timestamp() > result["published_at"]:
+                return
+            time.sleep(2)
+
+    app = _run_app(settings, topics, available_now=False, until=publish_then_drain)
+    groups, topic_rows = _progress(app)
+    timed = [g for g in groups if g["batch_id"] > 0]  # batch 0 carried the set-up burst
+    run = figures(timed, [r for r in topic_rows if r["batch_id"] > 0])
+    return {
+        "rate": rate,
+        "seconds": seconds,
+        "events": run.messages,
+        "batches": run.batches,
+        "p50": run.freshness_p50,
+        "p95": run.freshness_p95,
+        "max_lag": max((g["lag"] for g in timed), default=0),
+        "mean_batch_s": run.batch_seconds / max(run.batches, 1),
+    }
+
+
+def part_join(bench: Bench, events: int) -> dict[str, Any]:
+    from bench._stream_join import compare
+
+    settings = bench.settings("join", suffix=_suffix())
+    return compare(settings, events)
+
+
+def part_topics(bench: Bench, counts: list[int], events: int) -> list[dict[str, Any]]:
+    from bench._stream_join import synthetic_catalog
+    from widehouse.generator.options import GenerateOptions
+    from widehouse.generator.run import generate
+
+    rows = []
+    for count in counts:
+        schemas = synthetic_catalog(bench.root / f"catalog-{count}", count)
+        suffix = _suffix()
+        settings = bench.settings(
+            f"topics{count}",
+            schemas=schemas,
+            suffix=suffix,
+            WIDEHOUSE_STREAM_MAX_MESSAGES=str(max(events // 3, 1000)),
+        )
+        t0 = time.monotonic()
+        manifest = generate(
+            settings,
+            GenerateOptions(
+                count=events,
+                rate=0,
+                users=2000,
+                tenant_suffix=suffix,
+                create_topics=True,
+                bad_rate=0,
+                late_rate=0,
+            ),
+        )
+        publish_s = time.monotonic() - t0
+        topics = sorted(manifest.published_name(t) for t in manifest.topics)
+        t0 = time.monotonic()
+        app = _run_app(settings, topics)
+        app_s = time.monotonic() - t0
+        groups, _ = _progress(app)
+        busy = [g for g in groups if g["rows_in"]]
+        durations = [g["duration_ms"] / 1000 for g in busy]
+        rows.append(
+            {
+                "topics": len(topics),
+                "events": sum(g["rows_in"] for g in busy),
+                "batches": len(busy),
+                "publish_s": publish_s,
+                "app_s": app_s,
+                "first_batch_s": durations[0] if durations else 0.0,
+                "later_batch_s": sum(durations[1:]) / max(len(durations) - 1, 1)
+                if len(durations) > 1
+                else 0.0,
+                "rate": sum(g["rows_in"] for g in busy) / max(sum(durations), 1e-3),
+                "check": _check_synthetic(app, manifest),
+            }
+        )
+    return rows
+
+
+def _check_synthetic(app: Any, manifest: Any) -> str:
+    return _check(app, manifest) if "user_hourly" in manifest.tables() else "-"
+
+
+# -------------------------------------------------------------------------------- main
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench stream_wide", description=__doc__.splitlines()[0])
+    parser.add_argument("--parts", default="throughput,freshness,join,topics")
+    parser.add_argument("--events", type=int, default=150_000)
+    parser.add_argument(
+        "--budget", type=int, default=50_000, help="throughput part: messages per micro-batch"
+    )
+    parser.add_argument("--rate", type=float, default=1000.0)
+    parser.add_argument("--seconds", type=float, default=90.0)
+    parser.add_argument("--topics", default="1,100,1000")
+    parser.add_argument("--topic-events", type=int, default=30_000)
+    parser.add_argument("--keep", action="store_true", help="keep the bench state dir")
+    parser.add_argument(
+        "--log-batches", action="store_true", help="log each micro-batch with its per-phase timings"
+    )
+    args = parser.parse_args(argv)
+    if args.log_batches:
+        import logging
+
+        logging.basicConfig(format="%(asctime)s %(name)s %(message)s")
+        logging.getLogger("widehouse.stream").setLevel(logging.INFO)
+    parts = [p.strip() for p in args.parts.split(",") if p.strip()]
+    root = Path(tempfile.mkdtemp(prefix="widehouse-bench-stream-"))
+    bench = Bench(root)
+    results: dict[str, Any] = {"parts": parts}
+    print(f"machine: {machine()}; state in {root}")
+    try:
+        if "throughput" in parts:
+            r = results["throughput"] = part_throughput(bench, args.events, args.budget)
+            print(
+                table(
+                    f"\nthroughput: {r['events']:,} demo-catalog events (42 topics), one app, "
+                    "ClickHouse + Delta",
+                    (
+                        "events",
+                        "batches",
+                        "wall s",
+                        "events/s (wall)",
+                        "events/s (in batches)",
+                        "per core",
+                        "check",
+                    ),
+                    [
+                        (
+                            r["events"],
+                            r["batches"],
+                            r["wall_s"],
+                            r["wall_rate"],
+                            r["batch_rate"],
+                            r["per_core"],
+                            r["check"],
+                        )
+                    ],
+                )
+            )
+        if "freshness" in parts:
+            r = results["freshness"] = part_freshness(bench, args.rate, args.seconds)
+            print(
+                table(
+                    f"\nfreshness at a fixed {r['rate']:g} events/s for {r['seconds']:g}s (trigger 5s)",
+                    ("events", "batches", "mean batch s", "p50 s", "p95 s", "max lag"),
+                    [(r["events"], r["batches"], r["mean_batch_s"], r["p50"], r["p95"], r["max_lag"])],
+                )
+            )
+        if "join" in parts:
+            r = results["join"] = part_join(bench, min(args.events, 60_000))
+            print(
+                table(
+                    f"\nunion vs join, {r['events']:,} events of 42 topics -> user_hourly "
+                    f"({r['rows']:,} wide rows), in ClickHouse",
+                    ("approach", "ingest s", "rows stored", "wide query s", "point query ms", "check"),
+                    [
+                        (
+                            "union (Widehouse)",
+                            r["union_ingest_s"],
+                            r["union_rows"],
+                            r["union_query_s"],
+                            r["union_point_ms"],
+                            r["union_check"],
+                        ),
+                        (
+                            "per-topic tables + join",
+                            r["join_ingest_s"],
+                            r["join_rows"],
+                            r["join_query_s"],
+                            r["join_point_ms"],
+                            r["join_check"],
+                        ),
+                    ],
+                )
+            )
+            print(
+                f"wide query: join / union = {r['join_query_s'] / max(r['union_query_s'], 1e-6):.1f}x; "
+                f"point query: {r['join_point_ms'] / max(r['union_point_ms'], 1e-6):.1f}x"
+            )
+        if "topics" in parts:
+            counts = [int(c) for c in args.topics.split(",")]
+            rows = results["topics"] = part_topics(bench, counts, args.topic_events)
+            print(
+                table(
+                    f"\ntopics in one app: {args.topic_events:,} events spread evenly, "
+                    "drained with AvailableNow",
+                    (
+                        "topics",
+                        "events",
+                        "batches",
+                        "first batch s",
+                        "later batch s",
+                        "events/s in batches",
+                        "app s",
+                        "check",
+                    ),
+                    [
+                        (
+                            r["topics"],
+                            r["events"],
+                            r["batches"],
+                            r["first_batch_s"],
+                            r["later_batch_s"],
+                            r["rate"],
+                            r["app_s"],
+                            r["check"],
+                        )
+                        for r in rows
+                    ],
+                )
+            )
+    finally:
+        print(f"\nsaved {save('stream_wide', results)}")
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+    return 0

@@ -1,0 +1,33 @@
+"""``widehouse demo``: the main job on the embedded defaults (what ``make demo`` runs)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from widehouse.settings import Settings
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "demo",
+        help="run the whole pipeline locally: services, plan, generator, streams, analyst queries",
+        description="Bring the local services up, plan slot groups, publish realistic traffic while the "
+        "streaming queries run, then query ClickHouse and Delta and check them against the manifest. "
+        "Resets the previous demo run's topics, checkpoints and tables (local defaults only).",
+    )
+    parser.add_argument("--rate", type=float, default=1500.0, help="messages/s published (default 1500)")
+    parser.add_argument("--seconds", type=float, default=120.0, help="how long to publish (default 120)")
+    parser.add_argument("--users", type=int, default=5000, help="distinct users (default 5000)")
+    parser.add_argument("--groups", type=int, default=2, help="slot groups to plan for (default 2)")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    from widehouse.spark.demo import DemoOptions, run_demo
+
+    options = DemoOptions(
+        rate=args.rate, seconds=args.seconds, users=args.users, seed=args.seed, groups=args.groups
+    )
+    return run_demo(settings, options)

@@ -1,0 +1,367 @@
+"""The demo (``make demo`` / ``widehouse demo``): the whole streaming path on the local defaults.
+
+1. bring the local services up; load the catalog;
+2. plan slot groups from the catalog's traffic mix at the demo rate, create the topics with the
+   planned partitions;
+3. publish realistic traffic (bad input and late events included) for a couple of minutes while
+   the streaming queries of every slot group run in this process (they share the embedded
+   ClickHouse engine);
+4. once Pulsar is drained, stop the queries and print analyst queries from ClickHouse, the same
+   totals from Delta, a check of both against the generator's manifest, and measured throughput
+   and freshness.
+
+Re-running the demo resets what the previous run made (its topics, checkpoints and tables) so the
+manifest check stays exact; it refuses to do that anywhere but on local, embedded defaults.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from widehouse.catalog import Catalog, load_catalog
+from widehouse.catalog.ddl import table_names
+from widehouse.commands.table import render
+from widehouse.errors import ConfigError, WidehouseError
+from widehouse.generator.manifest import Manifest, diff_rows
+from widehouse.generator.options import GenerateOptions
+from widehouse.generator.run import generate
+from widehouse.planner import Plan, TopicTraffic, plan, save_plan
+from widehouse.planner.apply import apply_partitions
+from widehouse.pulsar import PulsarAdmin
+from widehouse.services import ServiceManager
+from widehouse.settings import PlannerSettings, Settings
+from widehouse.stream.measure import figures
+from widehouse.stream.options import GroupSpec, RunOptions
+from widehouse.stream.tables import GROUP_ROW, LATE, PROGRESS, QUARANTINE, delta_partials, delta_side
+
+Say = Callable[[str], None]
+ACTIVITY = ("page_views", "clicks", "searches", "live_enters", "videos_played", "messages_sent", "gifts_sent")
+AVERAGE_PAYLOAD_BYTES = 150
+
+
+@dataclass(frozen=True)
+class DemoOptions:
+    rate: float = 1500.0
+    """Messages per second published over all topics."""
+    seconds: float = 120.0
+    users: int = 5000
+    seed: int = 7
+    groups: int = 2
+    """Slot groups the plan should come out with (the slot capacity is derived from it)."""
+    drain_timeout: float = 600.0
+    """After publishing ends, how long the streams may take to catch up."""
+
+
+def run_demo(settings: Settings, options: DemoOptions, say: Say = print) -> int:
+    _require_local(settings)
+    t_start = time.monotonic()
+    say("== Widehouse demo: Pulsar -> slot-group streams -> ClickHouse + Delta ==")
+    services = ServiceManager(settings.local, report=lambda m: say(f"  {m}"))
+    if services.answering():
+        say("  local services already running")
+    else:
+        services.up()
+    catalog = load_catalog(settings.schemas_dir)
+    suffix = settings.stream.tenant_suffix
+    if suffix:  # the demo's topics under tenants `<tenant>-<suffix>` (tests, a second demo)
+        catalog = catalog.relocated(suffix)
+    demo_dir = settings.state_dir / "demo"
+    _reset(settings, catalog, demo_dir, say)
+
+    the_plan = _plan(settings, catalog, options)
+    save_plan(the_plan, settings.state_dir / "plan.json")
+    apply_partitions(settings.pulsar, the_plan)
+    say(
+        f"plan: {len(the_plan.groups)} slot groups over {len(the_plan.topics)} topics "
+        f"({', '.join(f'{g.name}: {len(g.topics)} topics' for g in the_plan.groups)}), "
+        f"saved to {settings.state_dir / 'plan.json'}"
+    )
+
+    from widehouse.spark.stream.job import StreamApp
+
+    groups = [GroupSpec(g.name, tuple(g.topics)) for g in the_plan.groups]
+    app = StreamApp(settings, groups, RunOptions(starting_offsets="earliest"))
+    app.start()
+    say(
+        f"streams running ({app.settings.stream.trigger_seconds:g}s trigger); publishing "
+        f"~{options.rate:g} msg/s for {options.seconds:g}s ..."
+    )
+
+    publisher = _Publisher(settings, options, demo_dir / "manifest.json")
+    publisher.start()
+    try:
+        _watch(app, publisher, options, say)
+    finally:
+        app.stop()
+    if publisher.error is not None:
+        raise WidehouseError(f"the generator failed: {publisher.error}") from publisher.error
+    manifest = publisher.manifest
+    assert manifest is not None
+    ok = _report(app, catalog, manifest, say)
+    say(f"demo finished in {time.monotonic() - t_start:.0f}s")
+    _next_steps(settings, say)
+    return 0 if ok else 1
+
+
+# -- set-up --------------------------------------------------------------------------------
+def _require_local(settings: Settings) -> None:
+    host = urlsplit(settings.pulsar.admin_url).hostname
+    if host not in {"127.0.0.1", "localhost"} or not settings.clickhouse.embedded:
+        raise ConfigError(
+            "the demo resets its topics and tables, so it runs only on the local defaults (Pulsar on "
+            "loopback, embedded ClickHouse); unset WIDEHOUSE_PULSAR_* / WIDEHOUSE_CLICKHOUSE_DSN"
+        )
+
+
+def _reset(settings: Settings, catalog: Catalog, demo_dir: Path, say: Say) -> None:
+    """Remove what a previous demo run made: topics, checkpoints, stream tables."""
+    if not demo_dir.exists():
+        demo_dir.mkdir(parents=True)
+        return
+    say("resetting the previous demo run (topics, checkpoints, tables)")
+    with PulsarAdmin(settings.pulsar) as admin:
+        for topic in catalog.topics:
+            admin.delete_topic(topic.name)
+    shutil.rmtree(Path(settings.stream.checkpoint_root) / settings.stream.app, ignore_errors=True)
+    from widehouse import clickhouse
+
+    client = clickhouse.connect(settings.clickhouse)
+    database = clickhouse.database_name(settings.clickhouse)
+    for table in catalog.wide_tables:
+        names = table_names(table)
+        for view in (names.view, names.merged):
+            client.command(f"DROP VIEW IF EXISTS `{database}`.`{view}`")
+        for name in (names.final, names.partial):
+            client.command(f"DROP TABLE IF EXISTS `{database}`.`{name}`")
+        shutil.rmtree(delta_partials(settings.delta, table.name), ignore_errors=True)
+    for side in (QUARANTINE, LATE, PROGRESS):
+        client.command(f"DROP TABLE IF EXISTS `{database}`.`{side}`")
+        shutil.rmtree(delta_side(settings.delta, side), ignore_errors=True)
+
+
+def _plan(settings: Settings, catalog: Catalog, options: DemoOptions) -> Plan:
+    """Slot groups for the catalog's traffic mix at the demo rate, sized to ``options.groups``."""
+    total_weight = sum(t.traffic.weight for t in catalog.topics)
+    traffic = []
+    for topic in catalog.topics:
+        rate = options.rate * topic.traffic.weight / total_weight
+        traffic.append(
+            TopicTraffic(
+                str(topic.name), rate, rate * AVERAGE_PAYLOAD_BYTES, partitions=topic.traffic.partitions
+            )
+        )
+    base = settings.planner
+    load = sum(t.load(base) for t in traffic)
+    capacity = load / (options.groups * base.target_fill) * 1.05
+    planner = PlannerSettings(
+        slot_capacity=capacity,
+        message_cost=base.message_cost,
+        target_fill=base.target_fill,
+        isolation=base.isolation,
+        partition_capacity=capacity / 4,
+        max_partitions=8,
+    )
+    return plan(traffic, planner)
+
+
+class _Publisher(threading.Thread):
+    """The generator, in the background, for the demo's duration."""
+
+    def __init__(self, settings: Settings, options: DemoOptions, manifest_path: Path) -> None:
+        super().__init__(name="demo-generator", daemon=True)
+        self.settings = settings
+        self.options = options
+        self.manifest_path = manifest_path
+        self.manifest: Manifest | None = None
+        self.error: BaseException | None = None
+        self.finished_at: float | None = None
+
+    def run(self) -> None:
+        try:
+            self.manifest = generate(
+                self.settings,
+                GenerateOptions(
+                    duration_s=self.options.seconds,
+                    rate=self.options.rate,
+                    users=self.options.users,
+                    seed=self.options.seed,
+                    manifest_path=self.manifest_path,
+                    tenant_suffix=self.settings.stream.tenant_suffix,
+                ),
+            )
+        except BaseException as exc:  # reported by the main thread
+            self.error = exc
+        finally:
+            self.finished_at = time.time()
+
+
+def _watch(app: Any, publisher: _Publisher, options: DemoOptions, say: Say) -> None:
+    """Print progress every ~10 s; return once publishing ended and every group caught up."""
+    client = app.clickhouse()
+    deadline: float | None = None
+    while True:
+        time.sleep(10)
+        rows = client.query(
+            f"SELECT group, argMax(lag, batch_id), max(batch_time), sum(rows_in), sum(bad), sum(late) "
+            f"FROM {PROGRESS} WHERE topic = '{GROUP_ROW}' AND app = {{app:String}} GROUP BY group",
+            parameters={"app": app.settings.stream.app},
+        ).result_rows
+        done = sum(r[3] for r in rows)
+        lag = sum(r[1] for r in rows)
+        say(
+            f"  processed {done:,} messages ({sum(r[4] for r in rows):,} quarantined, "
+            f"{sum(r[5] for r in rows):,} late); lag {lag:,}"
+        )
+        if publisher.is_alive():
+            continue
+        if publisher.error is not None:
+            return
+        finished = publisher.finished_at or time.time()
+        deadline = deadline or time.monotonic() + options.drain_timeout
+        caught_up = len(rows) == len(app.groups) and all(
+            r[1] == 0 and r[2].replace(tzinfo=dt.UTC).timestamp() > finished for r in rows
+        )
+        if caught_up:
+            return
+        if time.monotonic() > deadline:
+            say("  the streams did not catch up in time; reporting what they wrote")
+            return
+
+
+# -- the report ----------------------------------------------------------------------------
+def _report(app: Any, catalog: Catalog, manifest: Manifest, say: Say) -> bool:
+    from pyspark.sql import functions as F  # noqa: N812
+
+    from widehouse.spark.stream.readback import merged_rows
+
+    client = app.clickhouse()
+    settings = app.settings
+    hourly = catalog.table("user_hourly")
+    activity = [c for c in ACTIVITY if hourly.has_column(c)]
+    activity_sql = " + ".join(f"`{c}`" for c in activity)
+
+    say("\n-- ClickHouse: top users by activity in the latest hour (view wh.user_hourly) --")
+    result = client.query(
+        f"SELECT uid, hour, {activity_sql} AS activity, {', '.join(activity[:4])} FROM user_hourly "
+        "WHERE hour = (SELECT max(hour) FROM user_hourly) ORDER BY activity DESC, uid LIMIT 10"
+    )
+    say(render(result.column_names, result.result_rows))
+
+    say("\n-- ClickHouse: events per topic per hour (wh.stream_progress) --")
+    result = client.query(
+        f"SELECT topic, toStartOfHour(batch_time) AS hour, sum(rows_in) AS events, sum(rows_out) AS wide, "
+        f"sum(bad) AS quarantined, sum(late) AS late FROM {PROGRESS} WHERE topic != '{GROUP_ROW}' "
+        "GROUP BY topic, hour ORDER BY events DESC LIMIT 12"
+    )
+    say(render(result.column_names, result.result_rows))
+
+    ch_rows = {
+        name: {
+            (r[catalog.table(name).key_name], r[catalog.table(name).grain]): r
+            for r in client.query(f"SELECT * FROM {table_names(catalog.table(name)).merged}").named_results()
+        }
+        for name in ("user_hourly", "user_daily")
+    }
+    spark = app.spark
+    delta_rows = {}
+    for name in ("user_hourly", "user_daily"):
+        frame = merged_rows(spark, catalog, settings.delta, name)
+        wide = catalog.table(name)
+        delta_rows[name] = {(r[wide.key_name], r[wide.grain]): r.asDict() for r in frame.collect()}
+
+    say("\n-- the same totals from ClickHouse and from Delta (bronze/user_hourly_partials) --")
+    totals = []
+    for column in ("rows", *activity):
+        ch_total = (
+            len(ch_rows["user_hourly"])
+            if column == "rows"
+            else sum(r[column] for r in ch_rows["user_hourly"].values())
+        )
+        dl_total = (
+            len(delta_rows["user_hourly"])
+            if column == "rows"
+            else sum(r[column] for r in delta_rows["user_hourly"].values())
+        )
+        totals.append((column, ch_total, dl_total, "=" if ch_total == dl_total else "DIFFERENT"))
+    quarantine_dl = spark.read.format("delta").load(delta_side(settings.delta, QUARANTINE)).count()
+    late_dl = spark.read.format("delta").load(delta_side(settings.delta, LATE)).count()
+    quarantine_ch = client.query(f"SELECT count() FROM {QUARANTINE}").result_rows[0][0]
+    late_ch = client.query(f"SELECT count() FROM {LATE}").result_rows[0][0]
+    totals += [("quarantined", quarantine_ch, quarantine_dl, ""), ("late", late_ch, late_dl, "")]
+    say(render(("total", "clickhouse", "delta", ""), totals))
+
+    say("\n-- check against the generator's manifest (every key and hour / day) --")
+    ok = True
+    expected_counts = manifest.counts()
+    checks: list[tuple[str, object, str]] = []
+    for name in ("user_hourly", "user_daily"):
+        for sink, rows in (("clickhouse", ch_rows[name]), ("delta", delta_rows[name])):
+            problems = diff_rows(manifest.expected_rows(name), rows)
+            ok &= not problems
+            checks.append(
+                (
+                    f"{sink} {name}",
+                    len(manifest.expected_rows(name)),
+                    "exact match" if not problems else f"{len(problems)} differences, e.g. {problems[0]}",
+                )
+            )
+    for label, got, want in (
+        ("clickhouse quarantine", quarantine_ch, expected_counts.quarantined),
+        ("delta quarantine", quarantine_dl, expected_counts.quarantined),
+        ("clickhouse late events", late_ch, expected_counts.late),
+        ("delta late events", late_dl, expected_counts.late),
+    ):
+        ok &= got == want
+        checks.append((label, want, "exact match" if got == want else f"got {got}"))
+    if not manifest.exact:
+        checks.append(
+            ("note", "", "publishing fell behind schedule; the manifest's timing margins did not hold")
+        )
+    say(render(("check", "expected rows", "result"), checks))
+
+    progress = spark.read.format("delta").load(delta_side(settings.delta, PROGRESS))
+    batches = progress.where(F.col("topic") == GROUP_ROW).collect()
+    topic_rows = progress.where(F.col("topic") != GROUP_ROW).collect()
+    _throughput(batches, topic_rows, say)
+    return ok
+
+
+def _throughput(batches: list[Any], topic_rows: list[Any], say: Say) -> None:
+    run = figures([b.asDict() for b in batches], [r.asDict() for r in topic_rows])
+    if not run.messages:
+        say("no batch carried data")
+        return
+    say("\n-- measured --")
+    say(
+        render(
+            ("measure", "value"),
+            [
+                ("messages processed", f"{run.messages:,}"),
+                ("micro-batches with data", run.batches),
+                ("throughput, wall clock (first batch .. last commit)", f"{run.wall_rate:,.0f} msg/s"),
+                ("throughput inside micro-batches", f"{run.batch_rate:,.0f} msg/s"),
+                ("freshness p50 (publish -> committed in both sinks)", f"{run.freshness_p50:.1f} s"),
+                ("freshness p95", f"{run.freshness_p95:.1f} s"),
+            ],
+        )
+    )
+
+
+def _next_steps(settings: Settings, say: Say) -> None:
+    say(
+        "\nQuery further:\n"
+        '  .venv/bin/widehouse sql "SELECT * FROM user_hourly ORDER BY hour DESC LIMIT 10"\n'
+        '  .venv/bin/widehouse sql "SELECT reason, count() FROM quarantine GROUP BY reason"\n'
+        f"  Delta: spark.read.format('delta').load('{delta_partials(settings.delta, 'user_hourly')}')\n"
+        "  (widehouse.spark.stream.readback.merged_rows gives the merged wide rows)\n"
+        f"Keep streaming: .venv/bin/widehouse stream --all-groups --plan {settings.state_dir / 'plan.json'}\n"
+        "Stop the local services:  make down  (or .venv/bin/widehouse services down)"
+    )

@@ -1,0 +1,375 @@
+"""One micro-batch of a slot group: transform once, merge per (key, hour), write every sink.
+
+``BatchWriter(...)(df, batch_id)`` is the ``foreachBatch`` function of a group's query:
+
+1. ``mapInArrow`` runs :func:`widehouse.stream.transform.transform` over the batch (parse every
+   topic by its schema, classify, fold events into partial rows per (table, key, hour)) and one
+   Spark job brings the (already collapsed) output to the driver as Arrow: the Pulsar data is read
+   once, whatever the number of topics and sinks, and both sinks write the same rows.
+2. Per wide table, partial rows from all input partitions are merged per (key, hour) on the driver
+   with the catalog's merge functions (sum, min, max, first/last by event time), in Arrow.
+3. Sinks, each idempotent per (app, group, batch): ClickHouse ``<table>_partial``, quarantine and
+   late tables; Delta partials, quarantine and late tables; then the progress rows (per topic:
+   rows in/out, bad, late, lag, max event time, publish-time range; per group: the watermark).
+
+The group's **watermark** is a publish-time frontier: every message published before it has been
+written. A topic with no lag after the batch is caught up to the batch's planning time (minus a
+small allowance for producer clocks and batching); a topic with lag only to the newest message this
+batch read. The group's watermark is the minimum over its topics; the hourly job waits for it to
+pass an hour's end plus the lateness (an event of that hour published later is late by definition).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from widehouse.catalog import Catalog
+from widehouse.stream import merge
+from widehouse.stream.merge import TopicStats
+from widehouse.stream.tables import GROUP_ROW, LATE, PROGRESS, QUARANTINE, delta_partials, delta_side
+from widehouse.stream.transform import KIND_LATE, KIND_QUARANTINE, TransformPlan, output_schema, transform
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from widehouse.settings import DeltaSettings
+
+from widehouse.spark.stream.sinks import BatchIdentity, append_delta, insert_clickhouse
+from widehouse.stream.options import Fault
+
+log = logging.getLogger("widehouse.stream")
+
+PUBLISH_ALLOWANCE_MS = 10_000
+"""Producer clocks and client-side batching: a message stamped before T may reach the broker after."""
+
+
+@dataclass(frozen=True)
+class BatchOutputs:
+    """What one micro-batch writes, on the driver as Arrow: merged partials per table, side rows."""
+
+    partials: dict[str, Any]
+    quarantine: Any
+    late: Any
+
+
+@dataclass
+class BatchWriter:
+    """The ``foreachBatch`` function of one slot group's query (runs on the driver)."""
+
+    spark: SparkSession
+    catalog: Catalog
+    group: str
+    topics: tuple[str, ...]
+    app: str
+    checkpoint: str
+    sinks: tuple[str, ...]
+    delta: DeltaSettings
+    clickhouse: Callable[[], Any]
+    """Returns the process's ClickHouse client (created lazily, on the driver)."""
+    faults: tuple[Fault, ...] = ()
+    plan: TransformPlan = field(init=False)
+    fired: set[tuple[str, int]] = field(default_factory=set)
+    idle: threading.Event = field(init=False)
+    """Set while no micro-batch of this group is being written (a clean stop waits for it)."""
+
+    def __post_init__(self) -> None:
+        self.plan = TransformPlan.for_topics(self.catalog, list(self.topics))
+        self.idle = threading.Event()
+        self.idle.set()
+
+    # -- faults ------------------------------------------------------------------------------
+    def _fault(self, point: str, batch_id: int) -> Fault | None:
+        for fault in self.faults:
+            if fault.point == point and fault.batch_id == batch_id and (point, batch_id) not in self.fired:
+                self.fired.add((point, batch_id))
+                if fault.kill:
+                    log.warning("fault injection: SIGKILL at %s of batch %d", point, batch_id)
+                    os.kill(os.getpid(), signal.SIGKILL)
+                return fault
+        return None
+
+    def _raise_at(self, point: str, batch_id: int) -> None:
+        if self._fault(point, batch_id) is not None:
+            from widehouse.spark.stream.sinks import FaultInjected
+
+            raise FaultInjected(f"injected failure at {point} of batch {batch_id}")
+
+    # -- the batch ---------------------------------------------------------------------------
+    def __call__(self, df: DataFrame, batch_id: int) -> None:
+        self.idle.clear()
+        try:
+            self._write(df, batch_id)
+        finally:
+            self.idle.set()
+
+    def _write(self, df: DataFrame, batch_id: int) -> None:
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        from widehouse.spark.pulsar_source import batch_metrics
+
+        started = time.time()
+        clock = _Clock()
+        identity = BatchIdentity(self.app, self.group, batch_id)
+        schema = from_arrow_schema(output_schema(self.plan))
+        mapped = df.select("value", "__topic", "__messageId", "__publishTime").mapInArrow(
+            functools.partial(transform, plan=self.plan), schema
+        )
+        # One Spark job reads the batch once and brings the (already collapsed) output to the driver;
+        # both sinks then write the same Arrow data: no recomputation, identical on replay.
+        out = mapped.toArrow()
+        clock.lap("read+transform")
+        outputs = BatchOutputs(
+            partials={name: merge.partials(out, self.plan, name) for name in self.plan.tables},
+            quarantine=merge.side(out, KIND_QUARANTINE, self.app, self.group, batch_id),
+            late=merge.side(out, KIND_LATE, self.app, self.group, batch_id),
+        )
+        stats = merge.topic_stats(out)
+        clock.lap("merge")
+        self._raise_at("before-sinks", batch_id)
+        if "clickhouse" in self.sinks:
+            self._write_clickhouse(outputs, identity)
+            clock.lap("clickhouse")
+        self._raise_at("after-clickhouse", batch_id)
+        if "delta" in self.sinks:
+            self._write_delta(outputs, identity)
+            clock.lap("delta")
+        self._raise_at("after-delta", batch_id)
+        metrics = batch_metrics(self.spark, self.checkpoint, batch_id)
+        planned_ms = _planned_ms(self.spark, self.checkpoint, batch_id, started)
+        progress = progress_rows(identity, stats, metrics, planned_ms, started)
+        self._write_progress(progress, identity)
+        clock.lap("progress")
+        self._raise_at("after-sinks", batch_id)
+        totals = progress[-1]
+        log.info(
+            "group %s batch %d: %d in, %d out, %d bad, %d late, lag %d, watermark %s, %.1fs (%s)",
+            self.group,
+            batch_id,
+            totals["rows_in"],
+            totals["rows_out"],
+            totals["bad"],
+            totals["late"],
+            totals["lag"],
+            totals["watermark"].isoformat(),
+            time.time() - started,
+            clock,
+        )
+
+    # -- sinks -------------------------------------------------------------------------------
+    def _write_clickhouse(self, outputs: BatchOutputs, identity: BatchIdentity) -> None:
+        from widehouse.catalog.ddl import table_names
+
+        client = self.clickhouse()
+        for number, (name, data) in enumerate(outputs.partials.items()):
+            insert_clickhouse(client, table_names(self.catalog.table(name)).partial, data, identity)
+            if number == 0:
+                self._raise_at("clickhouse-insert", identity.batch_id)  # a failure mid-batch
+        insert_clickhouse(client, QUARANTINE, outputs.quarantine, identity)
+        insert_clickhouse(client, LATE, outputs.late, identity)
+
+    def _write_delta(self, outputs: BatchOutputs, identity: BatchIdentity) -> None:
+        """Every Delta table of the batch, written concurrently (each commit is mostly waiting)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        from pyspark.sql import functions as F  # noqa: N812
+
+        from widehouse.spark.stream.delta_tables import conform, partial_table_schema, side_table_schema
+
+        writes: list[tuple[DataFrame, str, str, list[str]]] = []
+        for name, data in outputs.partials.items():
+            if data.num_rows == 0:
+                continue
+            frame = self.spark.createDataFrame(data).select(
+                "*",
+                F.lit(identity.group).alias("wh_group"),
+                F.lit(identity.batch_id).alias("wh_batch_id"),
+                F.to_date("hour").alias("wh_date"),
+                F.hour("hour").alias("wh_hour"),
+            )
+            schema = partial_table_schema(self.catalog, name)
+            writes.append(
+                (conform(frame, schema), delta_partials(self.delta, name), name, ["wh_date", "wh_hour"])
+            )
+        for name, data, when in (
+            (QUARANTINE, outputs.quarantine, "publish_time"),
+            (LATE, outputs.late, "event_time"),
+        ):
+            if data.num_rows == 0:
+                continue
+            frame = self.spark.createDataFrame(data).withColumn("wh_date", F.to_date(when))
+            writes.append(
+                (conform(frame, side_table_schema(name)), delta_side(self.delta, name), name, ["wh_date"])
+            )
+        with ThreadPoolExecutor(max_workers=4, thread_name_prefix=f"delta-{identity.group}") as pool:
+            futures = [
+                pool.submit(append_delta, frame, path, identity, table, parts)
+                for frame, path, table, parts in writes
+            ]
+            for future in futures:
+                future.result()
+
+    def _write_progress(self, rows: list[dict[str, Any]], identity: BatchIdentity) -> None:
+        import pyarrow as pa
+
+        table = pa.Table.from_pylist(rows, schema=PROGRESS_SCHEMA)
+        if "clickhouse" in self.sinks:
+            insert_clickhouse(self.clickhouse(), PROGRESS, table, identity)
+        if "delta" in self.sinks:
+            from pyspark.sql import functions as F  # noqa: N812
+
+            from widehouse.spark.stream.delta_tables import conform, side_table_schema
+
+            frame = self.spark.createDataFrame(table).withColumn("wh_date", F.to_date("batch_time"))
+            out = conform(frame, side_table_schema(PROGRESS))
+            append_delta(out, delta_side(self.delta, PROGRESS), identity, PROGRESS, ["wh_date"])
+
+
+class _Clock:
+    """Wall time per phase of a batch, for the log line."""
+
+    def __init__(self) -> None:
+        self.last = time.monotonic()
+        self.laps: list[tuple[str, float]] = []
+
+    def lap(self, name: str) -> None:
+        now = time.monotonic()
+        self.laps.append((name, now - self.last))
+        self.last = now
+
+    def __str__(self) -> str:
+        return ", ".join(f"{name} {seconds:.1f}s" for name, seconds in self.laps)
+
+
+def _progress_schema() -> Any:
+    import pyarrow as pa
+
+    ts = pa.timestamp("us", tz="UTC")
+    return pa.schema(
+        [
+            ("app", pa.string()),
+            ("group", pa.string()),
+            ("batch_id", pa.int64()),
+            ("topic", pa.string()),
+            ("rows_in", pa.int64()),
+            ("rows_out", pa.int64()),
+            ("bad", pa.int64()),
+            ("late", pa.int64()),
+            ("lag", pa.int64()),
+            ("max_event_time", ts),
+            ("min_publish_time", ts),
+            ("max_publish_time", ts),
+            ("batch_time", ts),
+            ("committed_at", ts),
+            ("duration_ms", pa.int64()),
+            ("watermark", ts),
+        ]
+    )
+
+
+PROGRESS_SCHEMA = _progress_schema()
+
+
+def progress_rows(
+    identity: BatchIdentity,
+    stats: dict[str, TopicStats],
+    metrics: list[Any],
+    planned_ms: int,
+    started: float,
+) -> list[dict[str, Any]]:
+    """Progress rows: one per topic that had data or lag, then the group row (topic ``*``)."""
+    utc = dt.UTC
+    now = dt.datetime.now(utc)
+    batch_time = dt.datetime.fromtimestamp(planned_ms / 1000, utc)
+    lag_of = {m.topic: m.lag for m in metrics}
+    rows_of = {m.topic: m.rows for m in metrics}
+    topics = sorted(set(lag_of) | set(stats))
+    rows: list[dict[str, Any]] = []
+    frontiers: list[dt.datetime] = []
+    caught_up = batch_time - dt.timedelta(milliseconds=PUBLISH_ALLOWANCE_MS)
+
+    def at(ms: int | None) -> dt.datetime | None:
+        return None if ms is None else dt.datetime.fromtimestamp(ms / 1000, utc)
+
+    for topic in topics:
+        s = stats.get(topic)
+        lag = int(lag_of.get(topic, 0))
+        max_publish = at(s.max_publish_ms) if s else None
+        frontier = caught_up if lag == 0 else (max_publish or dt.datetime.fromtimestamp(0, utc))
+        frontiers.append(min(frontier, caught_up))
+        if not s and lag == 0:
+            continue
+        rows.append(
+            {
+                "app": identity.app,
+                "group": identity.group,
+                "batch_id": identity.batch_id,
+                "topic": topic,
+                "rows_in": s.rows_in if s else int(rows_of.get(topic, 0)),
+                "rows_out": s.good if s else 0,
+                "bad": s.bad if s else 0,
+                "late": s.late if s else 0,
+                "lag": lag,
+                "max_event_time": at(s.max_event_ms) if s else None,
+                "min_publish_time": at(s.min_publish_ms) if s else None,
+                "max_publish_time": max_publish,
+                "batch_time": batch_time,
+                "committed_at": now,
+                "duration_ms": int((time.time() - started) * 1000),
+                "watermark": None,
+            }
+        )
+    watermark = min(frontiers) if frontiers else caught_up
+    for row in rows:
+        row["watermark"] = watermark
+
+    def total(name: str) -> int:
+        return sum(int(r[name]) for r in rows)
+
+    rows.append(
+        {
+            "app": identity.app,
+            "group": identity.group,
+            "batch_id": identity.batch_id,
+            "topic": GROUP_ROW,
+            "rows_in": total("rows_in"),
+            "rows_out": total("rows_out"),
+            "bad": total("bad"),
+            "late": total("late"),
+            "lag": sum(int(v) for v in lag_of.values()),
+            "max_event_time": max((r["max_event_time"] for r in rows if r["max_event_time"]), default=None),
+            "min_publish_time": min(
+                (r["min_publish_time"] for r in rows if r["min_publish_time"]), default=None
+            ),
+            "max_publish_time": max(
+                (r["max_publish_time"] for r in rows if r["max_publish_time"]), default=None
+            ),
+            "batch_time": batch_time,
+            "committed_at": now,
+            "duration_ms": int((time.time() - started) * 1000),
+            "watermark": watermark,
+        }
+    )
+    return rows
+
+
+def _planned_ms(spark: SparkSession, checkpoint: str, batch_id: int, started: float) -> int:
+    """When Spark planned the batch (its offset log's ``batchTimestampMs``), else the batch start."""
+    import json
+
+    from widehouse.spark.pulsar_source.metrics import read_text
+
+    try:
+        text = read_text(spark, f"{checkpoint.rstrip('/')}/offsets/{batch_id}")
+        meta = json.loads(text.splitlines()[1])
+        return int(meta["batchTimestampMs"])
+    except Exception:  # a missing or odd log only costs precision, not correctness
+        return int(started * 1000)

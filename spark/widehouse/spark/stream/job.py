@@ -1,0 +1,212 @@
+"""Run slot groups as Structured Streaming queries: start, watch, restart, stop on SIGTERM.
+
+One query per slot group, each with its own checkpoint (``<checkpoint root>/<app>/<group>``), its own
+Pulsar subscription (``appId`` = ``<app>-<group>``) and its own idempotency key. On a cluster every
+group runs as its own app (``stream_wide.py --group g001``); locally several groups can share one app
+(``--group g001 --group g002``), which is also how they share the embedded ClickHouse engine (chDB
+serves one process).
+
+A query that fails is restarted from its checkpoint up to ``max_restarts`` times (its sinks are
+idempotent, so the replay is harmless). SIGTERM/SIGINT stop the app cleanly: each query gets up to
+``stop_grace_seconds`` to finish the micro-batch it is running, then it is stopped; a batch that did
+not finish is replayed by the next run.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from widehouse import clickhouse
+from widehouse.catalog import Catalog, load_catalog
+from widehouse.errors import ConfigError
+from widehouse.settings import Settings
+from widehouse.spark.stream.batch import BatchWriter
+from widehouse.spark.stream.sinks import SerializedClient
+from widehouse.stream.options import GroupSpec, RunOptions
+from widehouse.stream.tables import ensure_clickhouse
+
+log = logging.getLogger("widehouse.stream")
+
+
+class StreamApp:
+    """The queries of one app (one or more slot groups) in one Spark session."""
+
+    def __init__(
+        self, settings: Settings, groups: list[GroupSpec], options: RunOptions, spark: Any = None
+    ) -> None:
+        if not groups:
+            raise ConfigError("no slot group to run: give --group NAME (or --all-groups) with a plan")
+        names = [g.name for g in groups]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"slot group listed twice: {names}")
+        self.settings = settings
+        self.groups = groups
+        self.options = options
+        catalog = load_catalog(settings.schemas_dir)
+        suffix = settings.stream.tenant_suffix
+        self.catalog: Catalog = catalog.relocated(suffix) if suffix else catalog
+        self._spark = spark
+        self._client: Any = None
+        self._client_lock = threading.Lock()
+        self._stop = threading.Event()
+        self.queries: dict[str, Any] = {}
+        self.writers: dict[str, BatchWriter] = {}
+        self.restarts: dict[str, int] = {g.name: 0 for g in groups}
+        self.fired_faults: set[tuple[str, int]] = set()
+        """Injected faults fire once per process, also across in-process query restarts."""
+
+    # -- resources ---------------------------------------------------------------------------
+    @property
+    def spark(self) -> Any:
+        if self._spark is None:
+            from widehouse.spark.session import build_session
+
+            label = self.groups[0].name if len(self.groups) == 1 else f"{len(self.groups)}-groups"
+            self._spark = build_session(self.settings, f"widehouse-stream-{label}")
+        return self._spark
+
+    def clickhouse(self) -> Any:
+        """The process's ClickHouse client, shared by every group's batches (calls are serialized)."""
+        with self._client_lock:
+            if self._client is None:
+                client = clickhouse.connect(self.settings.clickhouse)
+                ensure_clickhouse(client, self.catalog, clickhouse.database_name(self.settings.clickhouse))
+                self._client = SerializedClient(client)
+            return self._client
+
+    # -- queries -----------------------------------------------------------------------------
+    def _start(self, group: GroupSpec) -> Any:
+        from widehouse.spark.pulsar_source import register, source_options
+
+        stream = self.settings.stream
+        register(self.spark)
+        checkpoint = stream.checkpoint(group.name)
+        writer = BatchWriter(
+            spark=self.spark,
+            catalog=self.catalog,
+            group=group.name,
+            topics=group.topics,
+            app=stream.app,
+            checkpoint=checkpoint,
+            sinks=stream.sinks,
+            delta=self.settings.delta,
+            clickhouse=self.clickhouse,
+            faults=self.options.faults,
+            fired=self.fired_faults,
+        )
+        self.writers[group.name] = writer
+        options = source_options(
+            self.settings.pulsar,
+            group.topics,
+            appId=f"{stream.app}-{group.name}",
+            startingOffsets=self.options.starting_offsets,
+            maxMessagesPerTrigger=stream.max_messages,
+        )
+        reader = self.spark.readStream.format("pulsar").options(**options).load()
+        writer_stream = (
+            reader.writeStream.queryName(f"{stream.app}:{group.name}")
+            .option("checkpointLocation", checkpoint)
+            .foreachBatch(writer)
+        )
+        if self.options.available_now:
+            writer_stream = writer_stream.trigger(availableNow=True)
+        else:
+            writer_stream = writer_stream.trigger(processingTime=f"{stream.trigger_seconds} seconds")
+        query = writer_stream.start()
+        log.info("group %s: started (%d topics, checkpoint %s)", group.name, len(group.topics), checkpoint)
+        return query
+
+    def start(self) -> None:
+        if "clickhouse" in self.settings.stream.sinks:
+            self.clickhouse()  # create or migrate the tables once, before any batch
+        if "delta" in self.settings.stream.sinks:
+            from widehouse.spark.stream.delta_tables import ensure_delta
+            from widehouse.stream.transform import TransformPlan
+
+            topics = [t for g in self.groups for t in g.topics]
+            tables = TransformPlan.for_topics(self.catalog, topics).tables
+            ensure_delta(self.spark, self.catalog, self.settings.delta, tables)
+        root = self.settings.stream.checkpoint_root
+        if "://" not in root:
+            Path(root).mkdir(parents=True, exist_ok=True)
+        for group in self.groups:
+            self.queries[group.name] = self._start(group)
+
+    def request_stop(self, *_: Any) -> None:
+        """Signal handler: ask the run loop to stop (safe to call from any thread)."""
+        log.info("stop requested")
+        self._stop.set()
+
+    def run(self) -> int:
+        """Run until every query is done (AvailableNow), the duration passes, or a stop request.
+
+        Returns 0, or 1 when a query failed more than ``max_restarts`` times.
+        """
+        previous = (
+            {sig: signal.signal(sig, self.request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+            if threading.current_thread() is threading.main_thread()
+            else {}
+        )
+        deadline = time.monotonic() + self.options.duration_seconds if self.options.duration_seconds else None
+        failed: list[str] = []
+        try:
+            self.start()
+            while self.queries and not self._stop.is_set():
+                if deadline is not None and time.monotonic() >= deadline:
+                    break
+                for name, query in list(self.queries.items()):
+                    if query.isActive:
+                        continue
+                    error = query.exception()
+                    if error is None:  # finished (AvailableNow)
+                        del self.queries[name]
+                        continue
+                    if self.restarts[name] >= self.settings.stream.max_restarts:
+                        log.error(
+                            "group %s failed %d times; giving up: %s", name, self.restarts[name] + 1, error
+                        )
+                        failed.append(name)
+                        del self.queries[name]
+                        continue
+                    self.restarts[name] += 1
+                    log.warning(
+                        "group %s failed (%s); restart %d from its checkpoint",
+                        name,
+                        error,
+                        self.restarts[name],
+                    )
+                    group = next(g for g in self.groups if g.name == name)
+                    self.queries[name] = self._start(group)
+                time.sleep(0.5)
+        finally:
+            self.stop()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        return 1 if failed else 0
+
+    def stop(self) -> None:
+        """Let the micro-batch each query is writing finish (up to the grace period), then stop it.
+
+        A query is stopped as soon as its writer is idle, before it can start another batch; a
+        batch interrupted after the grace period is not committed and is replayed by the next run.
+        """
+        grace_end = time.monotonic() + self.settings.stream.stop_grace_seconds
+        for name, query in self.queries.items():
+            writer = self.writers.get(name)
+            if writer is not None:
+                writer.idle.wait(timeout=max(0.0, grace_end - time.monotonic()))
+            try:
+                query.stop()
+            except Exception as exc:  # stopping must not hide why we stop
+                log.warning("group %s: stop failed: %s", name, exc)
+        self.queries.clear()
+
+
+def run_stream(settings: Settings, groups: list[GroupSpec], options: RunOptions) -> int:
+    """Run the groups until done; the library entry point of ``stream_wide.py`` / ``widehouse stream``."""
+    return StreamApp(settings, groups, options).run()

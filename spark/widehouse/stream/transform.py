@@ -1,0 +1,351 @@
+"""The per-micro-batch transform: parse every topic, fold events into partial wide rows, in one pass.
+
+This runs on executors inside ``mapInArrow`` over the Pulsar source's Arrow batches (columns
+``value``, ``__topic``, ``__messageId``, ``__publishTime``) and yields Arrow batches of one
+*tagged* schema (:func:`output_schema`), so a single pass over the input produces everything the
+sinks need:
+
+- ``wh_kind = 'partial'``: one partial wide row per (table, key, hour) with that table's columns
+  (prefix ``t<i>_``); counts are 0 and other columns null where nothing contributed;
+- ``wh_kind = 'quarantine'``: a message that failed to parse or violated its topic's schema, with
+  topic, message id, publish time, the reason and detail, and the payload truncated to a limit;
+- ``wh_kind = 'late'``: a valid event more than the catalog's lateness behind its publish time;
+- ``wh_kind = 'stats'``: per topic and input partition, rows in / good / bad / late and the largest
+  event and publish times, for the progress table.
+
+Events are collapsed per (key, hour) *before* they are widened (the expensive part of a union of
+narrow topic rows into wide rows): folding uses the catalog's reference semantics
+(:mod:`widehouse.catalog.reference`), so the stream cannot disagree with the generator's manifest.
+Partial rows are per hour for every table (a day table's hours are merged again by its sinks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from widehouse.catalog import HOUR_MS, Catalog, WideTable
+from widehouse.catalog.parse import Accepted, parse_event
+from widehouse.catalog.reference import ColumnRule, WideRows, compile_rules, contribute
+from widehouse.errors import CatalogError
+
+KIND_PARTIAL = "partial"
+KIND_QUARANTINE = "quarantine"
+KIND_LATE = "late"
+KIND_STATS = "stats"
+
+TIMESTAMP = pa.timestamp("us", tz="UTC")
+ARROW_VALUE_TYPES: dict[str, pa.DataType] = {
+    "long": pa.int64(),
+    "int": pa.int32(),
+    "double": pa.float64(),
+    "string": pa.string(),
+    "boolean": pa.bool_(),
+    "timestamp-ms": TIMESTAMP,
+}
+
+# the columns shared by quarantine, late and stats rows
+META_FIELDS: tuple[pa.Field, ...] = (
+    pa.field("wh_kind", pa.string(), nullable=False),
+    pa.field("wh_table", pa.string()),
+    pa.field("wh_topic", pa.string()),
+    pa.field("wh_message_id", pa.string()),
+    pa.field("wh_publish_time", TIMESTAMP),
+    pa.field("wh_event_time", TIMESTAMP),
+    pa.field("wh_key", pa.string()),
+    pa.field("wh_reason", pa.string()),
+    pa.field("wh_detail", pa.string()),
+    pa.field("wh_payload", pa.binary()),
+    pa.field("wh_payload_bytes", pa.int64()),
+    pa.field("wh_rows_in", pa.int64()),
+    pa.field("wh_good", pa.int64()),
+    pa.field("wh_bad", pa.int64()),
+    pa.field("wh_late", pa.int64()),
+    pa.field("wh_max_event_time", TIMESTAMP),
+    pa.field("wh_min_publish_time", TIMESTAMP),
+    pa.field("wh_max_publish_time", TIMESTAMP),
+)
+
+
+@dataclass(frozen=True)
+class TransformPlan:
+    """Everything the transform needs, picklable (shipped to executors with the function)."""
+
+    catalog: Catalog
+    tables: tuple[str, ...]
+    """Wide tables to produce partials for, in output order (``t0_``, ``t1_``, ...)."""
+    payload_limit: int = 4096
+    """Quarantined payloads are cut to this many bytes (their full size is kept beside them)."""
+
+    def __post_init__(self) -> None:
+        for name in self.tables:
+            self.catalog.table(name)  # CatalogError naming the table if unknown
+
+    @classmethod
+    def for_topics(cls, catalog: Catalog, topics: list[str], payload_limit: int = 4096) -> TransformPlan:
+        """The plan for a slot group: every wide table its topics feed."""
+        unknown = [t for t in topics if not catalog.has_topic(t)]
+        if unknown:
+            raise CatalogError(f"topics not in the catalog: {', '.join(sorted(unknown)[:5])}")
+        tables = tuple(
+            t.name for t in catalog.wide_tables if any(t.name in catalog.topic(n).tables for n in topics)
+        )
+        return cls(catalog, tables, payload_limit)
+
+    def prefix(self, table: str) -> str:
+        return f"t{self.tables.index(table)}_"
+
+
+def value_arrow_type(column_agg: str, value_type: str) -> pa.DataType:
+    """Arrow type of a partial column (count -> int64; first/last -> struct<ts, v>)."""
+    value = ARROW_VALUE_TYPES[value_type]
+    if column_agg == "count":
+        return pa.int64()
+    if column_agg in ("first", "last"):
+        return pa.struct([pa.field("ts", TIMESTAMP), pa.field("v", value)])
+    return value
+
+
+def table_fields(plan: TransformPlan, table: WideTable) -> list[pa.Field]:
+    prefix = plan.prefix(table.name)
+    fields = [
+        pa.field(f"{prefix}{table.key_name}", ARROW_VALUE_TYPES[table.key_type]),
+        pa.field(f"{prefix}hour", TIMESTAMP),
+    ]
+    fields += [pa.field(f"{prefix}{c.name}", value_arrow_type(c.agg, c.value_type)) for c in table.columns]
+    return fields
+
+
+def output_schema(plan: TransformPlan) -> pa.Schema:
+    fields = list(META_FIELDS)
+    for name in plan.tables:
+        fields += table_fields(plan, plan.catalog.table(name))
+    return pa.schema(fields)
+
+
+SIDE_COLUMNS: tuple[str, ...] = tuple(f.name for f in META_FIELDS)
+_TIME_COLUMNS = frozenset(
+    {"wh_publish_time", "wh_event_time", "wh_max_event_time", "wh_min_publish_time", "wh_max_publish_time"}
+)
+
+
+class _Accumulator:
+    """Folds one input partition: partial rows per table, quarantine / late rows, topic stats.
+
+    Times are kept as epoch microseconds (Arrow's unit) until the output arrays are built.
+    """
+
+    def __init__(self, plan: TransformPlan) -> None:
+        self.plan = plan
+        self.catalog = plan.catalog
+        self.rows: dict[str, WideRows] = {}
+        for name in plan.tables:
+            rows = WideRows(plan.catalog.table(name))
+            rows.period_ms = HOUR_MS  # partials are per hour whatever the table's grain
+            self.rows[name] = rows
+        self.rules: dict[str, list[tuple[WideRows, list[ColumnRule]]] | None] = {}
+        self.side: dict[str, list[Any]] = {name: [] for name in SIDE_COLUMNS}
+        # topic -> [in, good, bad, late, max_event_ms, max_publish_ms, min_publish_ms]
+        self.stats: dict[str, list[int]] = {}
+
+    def _rules(self, topic_name: str) -> list[tuple[WideRows, list[ColumnRule]]] | None:
+        if topic_name not in self.rules:
+            plans = None
+            if self.catalog.has_topic(topic_name):
+                topic = self.catalog.topic(topic_name)
+                plans = [
+                    (self.rows[name], compile_rules(topic, self.rows[name].table))
+                    for name in topic.tables
+                    if name in self.rows
+                ]
+            self.rules[topic_name] = plans
+        return self.rules[topic_name]
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        values = batch.column("value").to_pylist()
+        topics = batch.column("__topic").to_pylist()
+        message_ids = batch.column("__messageId").to_pylist()
+        publish_us = _micros(batch.column("__publishTime"))
+        catalog = self.catalog
+        limit = self.plan.payload_limit
+        for payload, topic_name, message_id, pub_us in zip(
+            values, topics, message_ids, publish_us, strict=True
+        ):
+            publish_ms = pub_us // 1000
+            stats = self.stats.get(topic_name)
+            if stats is None:
+                stats = self.stats[topic_name] = [0, 0, 0, 0, 0, 0, publish_ms]
+            stats[0] += 1
+            stats[5] = max(stats[5], publish_ms)
+            stats[6] = min(stats[6], publish_ms)
+            body = payload or b""
+            plans = self._rules(topic_name)
+            if plans is None:
+                stats[2] += 1
+                self._side(
+                    KIND_QUARANTINE,
+                    topic_name,
+                    message_id,
+                    pub_us,
+                    body,
+                    limit,
+                    reason="unknown_topic",
+                    detail="the topic is not in the catalog",
+                )
+                continue
+            result = parse_event(
+                catalog.topic(topic_name), body, publish_ms, catalog.rules, catalog.max_payload_bytes
+            )
+            if not isinstance(result, Accepted):
+                stats[2] += 1
+                self._side(
+                    KIND_QUARANTINE,
+                    topic_name,
+                    message_id,
+                    pub_us,
+                    body,
+                    limit,
+                    reason=result.reason,
+                    detail=result.detail[:1000],
+                )
+                continue
+            stats[4] = max(stats[4], result.event_ms)
+            if result.late:
+                stats[3] += 1
+                self._side(
+                    KIND_LATE,
+                    topic_name,
+                    message_id,
+                    pub_us,
+                    body,
+                    limit,
+                    event_us=result.event_ms * 1000,
+                    key=str(result.key),
+                )
+                continue
+            stats[1] += 1
+            for rows, rules in plans:
+                contribute(rows, rules, result.key, result.event_ms, result.row)
+
+    def _side(  # noqa: PLR0917 - one row's fields, all named at the call sites
+        self,
+        kind: str,
+        topic: str,
+        message_id: str,
+        publish_us: int,
+        body: bytes,
+        limit: int,
+        reason: str | None = None,
+        detail: str | None = None,
+        event_us: int | None = None,
+        key: str | None = None,
+    ) -> None:
+        row = {
+            "wh_kind": kind,
+            "wh_topic": topic,
+            "wh_message_id": message_id,
+            "wh_publish_time": publish_us,
+            "wh_event_time": event_us,
+            "wh_key": key,
+            "wh_reason": reason,
+            "wh_detail": detail,
+            "wh_payload": body[:limit],
+            "wh_payload_bytes": len(body),
+        }
+        for name, column in self.side.items():
+            column.append(row.get(name))
+
+    def _add_stats_rows(self) -> None:
+        for topic, s in sorted(self.stats.items()):
+            row = {
+                "wh_kind": KIND_STATS,
+                "wh_topic": topic,
+                "wh_rows_in": s[0],
+                "wh_good": s[1],
+                "wh_bad": s[2],
+                "wh_late": s[3],
+                "wh_max_event_time": s[4] * 1000 if s[4] else None,
+                "wh_max_publish_time": s[5] * 1000 if s[5] else None,
+                "wh_min_publish_time": s[6] * 1000 if s[6] else None,
+            }
+            for name, column in self.side.items():
+                column.append(row.get(name))
+
+    def batches(self, schema: pa.Schema, max_rows: int = 8192) -> Iterator[pa.RecordBatch]:
+        """The partition's output: partial rows per table, then quarantine / late / stats rows."""
+        for name in self.plan.tables:
+            if self.rows[name].rows:
+                yield from self._partials(name, schema).to_batches(max_chunksize=max_rows)
+        self._add_stats_rows()
+        n = len(self.side["wh_kind"])
+        if n:
+            arrays = []
+            for f in schema:
+                if f.name in self.side:
+                    arrays.append(_array(self.side[f.name], f.type, f.name in _TIME_COLUMNS))
+                else:
+                    arrays.append(pa.nulls(n, type=f.type))
+            yield from pa.Table.from_arrays(arrays, schema=schema).to_batches(max_chunksize=max_rows)
+
+    def _partials(self, name: str, schema: pa.Schema) -> pa.Table:
+        rows = self.rows[name]
+        table = rows.table
+        prefix = self.plan.prefix(name)
+        keys = list(rows.rows)
+        states = list(rows.rows.values())
+        n = len(keys)
+        data: dict[str, pa.Array] = {
+            "wh_kind": pa.array([KIND_PARTIAL] * n, pa.string()),
+            "wh_table": pa.array([name] * n, pa.string()),
+            f"{prefix}{table.key_name}": pa.array([k for k, _ in keys], ARROW_VALUE_TYPES[table.key_type]),
+            f"{prefix}hour": _array([h * 1000 for _, h in keys], TIMESTAMP, True),
+        }
+        for i, column in enumerate(table.columns):
+            values = [s[i] for s in states]
+            field_type = value_arrow_type(column.agg, column.value_type)
+            is_time = column.value_type == "timestamp-ms"
+            if column.is_pair:
+                mask = pa.array([v is None for v in values], pa.bool_())
+                ts = _array([0 if v is None else v[0] * 1000 for v in values], TIMESTAMP, True)
+                inner = [None if v is None else v[1] for v in values]
+                vs = _array(
+                    [x * 1000 if x is not None and is_time else x for x in inner],
+                    ARROW_VALUE_TYPES[column.value_type],
+                    is_time,
+                )
+                data[f"{prefix}{column.name}"] = pa.StructArray.from_arrays(
+                    [ts, vs], fields=list(field_type), mask=mask
+                )
+            elif is_time and column.agg != "count":
+                data[f"{prefix}{column.name}"] = _array(
+                    [None if v is None else v * 1000 for v in values], TIMESTAMP, True
+                )
+            else:
+                data[f"{prefix}{column.name}"] = pa.array(values, field_type)
+        arrays = [data[f.name] if f.name in data else pa.nulls(n, type=f.type) for f in schema]
+        return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def transform(batches: Iterator[pa.RecordBatch], plan: TransformPlan) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` body: fold every input batch of the partition, then emit the outputs."""
+    schema = output_schema(plan)
+    acc = _Accumulator(plan)
+    for batch in batches:
+        acc.add(batch)
+    yield from acc.batches(schema)
+
+
+def _micros(column: pa.Array) -> list[int]:
+    """Epoch microseconds of a timestamp column as Python ints (0 for nulls)."""
+    as_us = column.cast(TIMESTAMP) if column.type != TIMESTAMP else column
+    return [0 if v is None else v for v in as_us.cast(pa.int64()).to_pylist()]
+
+
+def _array(values: list[Any], arrow_type: pa.DataType, micros: bool) -> pa.Array:
+    """An Arrow array; time columns arrive as epoch microseconds and are cast, not boxed."""
+    if micros:
+        return pa.array(values, pa.int64()).cast(arrow_type)
+    return pa.array(values, arrow_type)

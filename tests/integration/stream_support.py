@@ -1,0 +1,203 @@
+"""Helpers for the streaming job's tests: an isolated deployment, the job as a subprocess, read-back.
+
+Each test gets its own state dir (chDB data, Delta tables, checkpoints) and its own Pulsar tenants
+(``<tenant>-<suffix>``), runs the job exactly as a user does (``python -m widehouse stream ...``),
+and reads ClickHouse back through a subprocess too: chDB serves one data path per process, and the
+test process already has its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from widehouse.catalog import Catalog, load_catalog
+from widehouse.generator.manifest import Manifest, diff_rows
+from widehouse.generator.options import GenerateOptions
+from widehouse.generator.run import generate
+from widehouse.planner import TopicTraffic, plan, save_plan
+from widehouse.settings import PlannerSettings, Settings, load_settings
+
+STREAM_TIMEOUT = 900
+
+
+@dataclass
+class Deployment:
+    """An isolated Widehouse deployment for one test."""
+
+    root: Path
+    suffix: str = field(default_factory=lambda: "t" + uuid.uuid4().hex[:7])
+    schemas_dir: Path | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def env(self) -> dict[str, str]:
+        env = {
+            **os.environ,
+            "WIDEHOUSE_STATE_DIR": str(self.root / "state"),
+            "WIDEHOUSE_TENANT_SUFFIX": self.suffix,
+            "WIDEHOUSE_SPARK_MASTER": "local[2]",
+            "WIDEHOUSE_SPARK_SHUFFLE_PARTITIONS": "2",
+            "WIDEHOUSE_STREAM_TRIGGER_SECONDS": "1",
+            "WIDEHOUSE_STREAM_STOP_GRACE_SECONDS": "60",
+            **self.extra_env,
+        }
+        if self.schemas_dir is not None:
+            env["WIDEHOUSE_SCHEMAS_DIR"] = str(self.schemas_dir)
+        return env
+
+    @property
+    def settings(self) -> Settings:
+        return load_settings(self.env)
+
+    @property
+    def catalog(self) -> Catalog:
+        return load_catalog(self.settings.schemas_dir).relocated(self.suffix)
+
+    @property
+    def plan_path(self) -> Path:
+        return self.root / "plan.json"
+
+    def publish(self, count: int, seed: int = 1, topics: str | None = None, **options: Any) -> Manifest:
+        """Publish generated traffic to this deployment's topics (created as needed)."""
+        return generate(
+            self.settings,
+            GenerateOptions(
+                count=count,
+                rate=0,
+                seed=seed,
+                users=200,
+                tenant_suffix=self.suffix,
+                create_topics=True,
+                topics=topics,
+                **options,
+            ),
+        )
+
+    def plan_groups(self, groups: int = 2, topics: list[str] | None = None) -> list[list[str]]:
+        """A plan with ``groups`` slot groups over the (relocated) catalog's topics."""
+        names = topics or [str(t.name) for t in self.catalog.topics]
+        traffic = [TopicTraffic(t, 100.0, 10_000.0) for t in names]
+        load = sum(t.load(PlannerSettings()) for t in traffic)
+        settings = PlannerSettings(slot_capacity=load / groups / 0.8 * 1.05, target_fill=0.8, isolation=0.8)
+        the_plan = plan(traffic, settings)
+        save_plan(the_plan, self.plan_path)
+        return [list(g.topics) for g in the_plan.groups]
+
+    # -- the job -----------------------------------------------------------------------------
+    def stream(self, *args: str, timeout: float = STREAM_TIMEOUT) -> subprocess.CompletedProcess[str]:
+        """Run ``widehouse stream --plan <plan> --all-groups --available-now ARGS`` to its end."""
+        command = [
+            sys.executable,
+            "-m",
+            "widehouse",
+            "stream",
+            "--plan",
+            str(self.plan_path),
+            "--all-groups",
+            "--available-now",
+            *args,
+        ]
+        process = subprocess.Popen(
+            command,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            out, _ = process.communicate(timeout=timeout)
+        finally:
+            _kill_group(process.pid)  # a SIGKILLed driver must not leave its JVM behind
+        return subprocess.CompletedProcess(command, process.returncode, out, "")
+
+    def start_stream(self, *args: str) -> subprocess.Popen[str]:
+        """Start the job with a processing-time trigger (the caller stops it)."""
+        command = [
+            sys.executable,
+            "-m",
+            "widehouse",
+            "stream",
+            "--plan",
+            str(self.plan_path),
+            "--all-groups",
+            *args,
+        ]
+        log = (self.root / f"stream-{time.time_ns()}.log").open("w")
+        return subprocess.Popen(
+            command, env=self.env, stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True
+        )
+
+    def committed_batches(self, group: str) -> list[int]:
+        commits = Path(self.settings.stream.checkpoint(group)) / "commits"
+        return sorted(int(p.name) for p in commits.glob("[0-9]*")) if commits.is_dir() else []
+
+    # -- read back ---------------------------------------------------------------------------
+    def clickhouse(self, sql: str) -> list[dict[str, Any]]:
+        """Rows of a ClickHouse query in this deployment (through a subprocess), timestamps as epoch ms."""
+        code = (
+            "import sys, json, datetime as dt\n"
+            "from widehouse import clickhouse\n"
+            "from widehouse.settings import load_settings\n"
+            "c = clickhouse.connect(load_settings().clickhouse)\n"
+            "def ms(v):\n"
+            "    if isinstance(v, dt.datetime):\n"
+            "        return round((v if v.tzinfo else v.replace(tzinfo=dt.UTC)).timestamp() * 1000)\n"
+            "    if isinstance(v, dt.date):\n"
+            "        return round(dt.datetime(v.year, v.month, v.day, tzinfo=dt.UTC).timestamp() * 1000)\n"
+            "    if isinstance(v, bytes):\n"
+            "        return v.decode('latin-1')\n"
+            "    return v\n"
+            "rows = [{k: ms(v) for k, v in r.items()} for r in c.query(sys.stdin.read()).named_results()]\n"
+            "print(json.dumps(rows))\n"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            input=sql,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert out.returncode == 0, out.stderr[-3000:]
+        return list(json.loads(out.stdout.strip().splitlines()[-1]))
+
+    def clickhouse_rows(self, table: str) -> dict[tuple[Any, int], dict[str, Any]]:
+        wide = self.catalog.table(table)
+        rows = self.clickhouse(f"SELECT * FROM {table}_merged")
+        return {(r[wide.key_name], r[wide.grain]): r for r in rows}
+
+    def delta_rows(self, spark: Any, table: str) -> dict[tuple[Any, Any], dict[str, Any]]:
+        from widehouse.spark.stream.readback import merged_rows
+
+        wide = self.catalog.table(table)
+        frame = merged_rows(spark, self.catalog, self.settings.delta, table)
+        return {(r[wide.key_name], r[wide.grain]): r.asDict() for r in frame.collect()}
+
+    def assert_sinks_match(
+        self, spark: Any, expected: dict[str, dict[tuple[Any, int], dict[str, Any]]]
+    ) -> None:
+        """ClickHouse and Delta both hold exactly the expected rows of every wide table."""
+        for table, rows in expected.items():
+            assert diff_rows(rows, self.clickhouse_rows(table)) == [], f"clickhouse {table}"
+            assert diff_rows(rows, self.delta_rows(spark, table)) == [], f"delta {table}"
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def expected(manifest: Manifest) -> dict[str, dict[tuple[Any, int], dict[str, Any]]]:
+    return {table: manifest.expected_rows(table) for table in manifest.tables()}
