@@ -15,7 +15,7 @@ from widehouse.pulsar.offsets import (
     TopicPartition,
     topic_metrics,
 )
-from widehouse.spark.pulsar_source.metrics import offsets_from_log
+from widehouse.spark.pulsar_source.metrics import _planned_ms, offsets_from_log
 
 A = "persistent://t/ns/a"
 
@@ -48,3 +48,10 @@ def test_several_pulsar_sources_need_the_app_id() -> None:
     assert offsets_from_log(text, app_id="g2") == offset("g2", 2)
     with pytest.raises(PulsarError, match="of app g3"):
         offsets_from_log(text, app_id="g3")
+
+
+def test_the_planning_time_is_the_metadata_line_s_batch_timestamp() -> None:
+    assert _planned_ms(log_text(offset("g1", 1).to_json())) == 1
+    assert _planned_ms("v1\n{}\n") is None  # an odd log: the caller falls back
+    assert _planned_ms("v1") is None
+    assert _planned_ms("v1\nnot json") is None

@@ -14,6 +14,7 @@ touching the data or the broker, and the same again if the batch is replayed aft
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from widehouse.errors import PulsarError
@@ -22,7 +23,7 @@ from widehouse.pulsar.offsets import SourceOffset, TopicBatchMetrics, topic_metr
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["TopicBatchMetrics", "batch_metrics", "offsets_from_log"]
+__all__ = ["BatchLog", "TopicBatchMetrics", "batch_metrics", "offsets_from_log", "read_batch_log"]
 
 
 def offsets_from_log(text: str, app_id: str | None = None) -> SourceOffset:
@@ -63,13 +64,38 @@ def read_text(spark: SparkSession, path: str) -> str:
     return str(data)
 
 
-def batch_metrics(
+@dataclass(frozen=True)
+class BatchLog:
+    """What the offset log says about one micro-batch."""
+
+    metrics: list[TopicBatchMetrics]
+    """Rows and lag per topic."""
+    planned_ms: int | None
+    """When Spark planned the batch (``batchTimestampMs``), if the log records it."""
+
+
+def read_batch_log(
     spark: SparkSession, checkpoint_location: str, batch_id: int, app_id: str | None = None
-) -> list[TopicBatchMetrics]:
-    """Rows and lag per topic of micro-batch ``batch_id`` of the query checkpointed there."""
+) -> BatchLog:
+    """Per-topic metrics and planning time of micro-batch ``batch_id``, from one read of its log."""
     path = f"{checkpoint_location.rstrip('/')}/offsets/{batch_id}"
     try:
         text = read_text(spark, path)
     except Exception as exc:  # py4j wraps the JVM's FileNotFoundException
         raise PulsarError(f"cannot read the offset log {path}: {exc}") from exc
-    return topic_metrics(offsets_from_log(text, app_id))
+    return BatchLog(topic_metrics(offsets_from_log(text, app_id)), _planned_ms(text))
+
+
+def batch_metrics(
+    spark: SparkSession, checkpoint_location: str, batch_id: int, app_id: str | None = None
+) -> list[TopicBatchMetrics]:
+    """Rows and lag per topic of micro-batch ``batch_id`` of the query checkpointed there."""
+    return read_batch_log(spark, checkpoint_location, batch_id, app_id).metrics
+
+
+def _planned_ms(text: str) -> int | None:
+    """The log's ``batchTimestampMs`` (its second line is the batch metadata), or None."""
+    try:
+        return int(json.loads(text.splitlines()[1])["batchTimestampMs"])
+    except (IndexError, ValueError, KeyError, TypeError):
+        return None

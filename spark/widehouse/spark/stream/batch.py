@@ -114,7 +114,7 @@ class BatchWriter:
     def _write(self, df: DataFrame, batch_id: int) -> None:
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        from widehouse.spark.pulsar_source import batch_metrics
+        from widehouse.spark.pulsar_source.metrics import read_batch_log
 
         started = time.time()
         clock = _Clock()
@@ -143,9 +143,10 @@ class BatchWriter:
             self._write_delta(outputs, identity)
             clock.lap("delta")
         self._raise_at("after-delta", batch_id)
-        metrics = batch_metrics(self.spark, self.checkpoint, batch_id)
-        planned_ms = _planned_ms(self.spark, self.checkpoint, batch_id, started)
-        progress = progress_rows(identity, stats, metrics, planned_ms, started)
+        batch_log = read_batch_log(self.spark, self.checkpoint, batch_id)
+        # Spark records the planning time in every offset log; the batch start only stands in for an odd one
+        planned_ms = batch_log.planned_ms or int(started * 1000)
+        progress = progress_rows(identity, stats, batch_log.metrics, planned_ms, started)
         self._write_progress(progress, identity)
         clock.lap("progress")
         self._raise_at("after-sinks", batch_id)
@@ -359,17 +360,3 @@ def progress_rows(
         }
     )
     return rows
-
-
-def _planned_ms(spark: SparkSession, checkpoint: str, batch_id: int, started: float) -> int:
-    """When Spark planned the batch (its offset log's ``batchTimestampMs``), else the batch start."""
-    import json
-
-    from widehouse.spark.pulsar_source.metrics import read_text
-
-    try:
-        text = read_text(spark, f"{checkpoint.rstrip('/')}/offsets/{batch_id}")
-        meta = json.loads(text.splitlines()[1])
-        return int(meta["batchTimestampMs"])
-    except Exception:  # a missing or odd log only costs precision, not correctness
-        return int(started * 1000)
