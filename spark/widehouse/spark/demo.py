@@ -122,11 +122,13 @@ def _require_local(settings: Settings) -> None:
 
 
 def _reset(settings: Settings, catalog: Catalog, demo_dir: Path, say: Say) -> None:
-    """Remove what a previous demo run made: topics, checkpoints, stream tables."""
-    if not demo_dir.exists():
-        demo_dir.mkdir(parents=True)
-        return
-    say("resetting the previous demo run (topics, checkpoints, tables)")
+    """Remove what a previous demo run made: topics, checkpoints, stream tables.
+
+    The topics go even when this state dir has never run the demo: the broker may hold them from a
+    demo of another checkout, and the streams read from the earliest message.
+    """
+    say("resetting the demo's topics, checkpoints and tables")
+    demo_dir.mkdir(parents=True, exist_ok=True)
     with PulsarAdmin(settings.pulsar) as admin:
         for topic in catalog.topics:
             admin.delete_topic(topic.name)
@@ -209,6 +211,10 @@ def _watch(app: Any, publisher: _Publisher, options: DemoOptions, say: Say) -> N
     deadline: float | None = None
     while True:
         time.sleep(10)
+        failed = app.supervise()  # restarts a failed query from its checkpoint, up to the limit
+        if failed:
+            name, error = next(iter(failed.items()))
+            raise WidehouseError(f"slot group {name} stopped after {app.restarts[name]} restarts: {error}")
         rows = client.query(
             f"SELECT group, argMax(lag, batch_id), max(batch_time), sum(rows_in), sum(bad), sum(late) "
             f"FROM {PROGRESS} WHERE topic = '{GROUP_ROW}' AND app = {{app:String}} GROUP BY group",

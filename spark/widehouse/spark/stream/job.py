@@ -57,6 +57,8 @@ class StreamApp:
         self.queries: dict[str, Any] = {}
         self.writers: dict[str, BatchWriter] = {}
         self.restarts: dict[str, int] = {g.name: 0 for g in groups}
+        self.failed: dict[str, str] = {}
+        """Groups given up after ``max_restarts`` restarts, with their last error."""
         self.fired_faults: set[tuple[str, int]] = set()
         """Injected faults fire once per process, also across in-process query restarts."""
 
@@ -153,41 +155,42 @@ class StreamApp:
             else {}
         )
         deadline = time.monotonic() + self.options.duration_seconds if self.options.duration_seconds else None
-        failed: list[str] = []
         try:
             self.start()
             while self.queries and not self._stop.is_set():
                 if deadline is not None and time.monotonic() >= deadline:
                     break
-                for name, query in list(self.queries.items()):
-                    if query.isActive:
-                        continue
-                    error = query.exception()
-                    if error is None:  # finished (AvailableNow)
-                        del self.queries[name]
-                        continue
-                    if self.restarts[name] >= self.settings.stream.max_restarts:
-                        log.error(
-                            "group %s failed %d times; giving up: %s", name, self.restarts[name] + 1, error
-                        )
-                        failed.append(name)
-                        del self.queries[name]
-                        continue
-                    self.restarts[name] += 1
-                    log.warning(
-                        "group %s failed (%s); restart %d from its checkpoint",
-                        name,
-                        error,
-                        self.restarts[name],
-                    )
-                    group = next(g for g in self.groups if g.name == name)
-                    self.queries[name] = self._start(group)
+                self.supervise()
                 time.sleep(0.5)
         finally:
             self.stop()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-        return 1 if failed else 0
+        return 1 if self.failed else 0
+
+    def supervise(self) -> dict[str, str]:
+        """Check every query once: drop finished ones (AvailableNow), restart a failed one from its
+        checkpoint up to ``max_restarts`` times, then give it up. Returns the groups given up so far
+        (group -> error); also in :attr:`failed`."""
+        for name, query in list(self.queries.items()):
+            if query.isActive:
+                continue
+            error = query.exception()
+            if error is None:  # finished (AvailableNow)
+                del self.queries[name]
+                continue
+            if self.restarts[name] >= self.settings.stream.max_restarts:
+                log.error("group %s failed %d times; giving up: %s", name, self.restarts[name] + 1, error)
+                self.failed[name] = str(error)
+                del self.queries[name]
+                continue
+            self.restarts[name] += 1
+            log.warning(
+                "group %s failed (%s); restart %d from its checkpoint", name, error, self.restarts[name]
+            )
+            group = next(g for g in self.groups if g.name == name)
+            self.queries[name] = self._start(group)
+        return self.failed
 
     def stop(self) -> None:
         """Let the micro-batch each query is writing finish (up to the grace period), then stop it.
