@@ -31,7 +31,18 @@ class PulsarAdmin:
 
         self.base_url = settings.admin_url.rstrip("/")
         self.timeout = timeout
+        from requests.adapters import HTTPAdapter
+        from urllib3.util.retry import Retry
+
         self._session = requests.Session()
+        # The broker's web server closes idle keep-alive connections (Jetty, ~30 s); a pooled one it
+        # closed fails with "Remote end closed connection" when reused. Reads are retried on a new
+        # connection; writes never are (a retried POST/PUT/DELETE could apply twice).
+        retry = Retry(
+            total=3, connect=3, read=3, status=0, backoff_factor=0.2, allowed_methods={"GET", "HEAD"}
+        )
+        self._session.mount("http://", HTTPAdapter(max_retries=retry))
+        self._session.mount("https://", HTTPAdapter(max_retries=retry))
         if settings.auth_token:
             self._session.headers["Authorization"] = f"Bearer {settings.auth_token}"
 
