@@ -21,6 +21,7 @@ from widehouse.catalog.filters import Path as FieldPath
 from widehouse.generator.core import TrafficGenerator
 from widehouse.generator.manifest import diff_rows
 from widehouse.generator.options import GenerateOptions
+from widehouse.stream.transform import reference_rows
 
 CH_TYPES = {
     "long": "Nullable(Int64)",
@@ -63,28 +64,6 @@ def _events(catalog: Catalog, count: int) -> pa.RecordBatch:
             "__publishTime": pa.array(publish, pa.timestamp("us", tz="UTC")),
         }
     )
-
-
-def _expected(catalog: Catalog, batch: pa.RecordBatch) -> dict[tuple[Any, int], dict[str, Any]]:
-    from widehouse.catalog.reference import aggregate
-
-    events = []
-    for payload, topic, publish in zip(
-        batch["value"].to_pylist(),
-        batch["__topic"].to_pylist(),
-        batch["__publishTime"].to_pylist(),
-        strict=True,
-    ):
-        result = parse_event(
-            catalog.topic(topic),
-            payload,
-            round(publish.timestamp() * 1000),
-            catalog.rules,
-            catalog.max_payload_bytes,
-        )
-        if isinstance(result, Accepted) and not result.late:
-            events.append((catalog.topic(topic), result.key, result.event_ms, result.row))
-    return aggregate(catalog, events)[TABLE]
 
 
 def _timed(fn: Any, runs: int = 1) -> tuple[Any, float]:
@@ -257,7 +236,7 @@ def compare(settings: Any, events: int) -> dict[str, Any]:
     apply_ddl(client, catalog, database)
     client.command(f"TRUNCATE TABLE IF EXISTS {TABLE}_partial")
     batch = _events(catalog, events)
-    expected = _expected(catalog, batch)
+    expected = reference_rows(catalog, batch)[TABLE]
     sample_uid = next(iter(expected))[0]
 
     union_ingest, _ = _union(client, catalog, batch)

@@ -349,3 +349,29 @@ def _array(values: list[Any], arrow_type: pa.DataType, micros: bool) -> pa.Array
     if micros:
         return pa.array(values, pa.int64()).cast(arrow_type)
     return pa.array(values, arrow_type)
+
+
+def reference_rows(
+    catalog: Catalog, batch: pa.RecordBatch
+) -> dict[str, dict[tuple[Any, int], dict[str, Any]]]:
+    """The wide rows a source batch must produce, per table, computed the slow way (one event at a
+    time through the catalog's reference parser and aggregation): the oracle for tests and benches."""
+    from widehouse.catalog.reference import aggregate
+
+    events = []
+    for payload, topic, publish in zip(
+        batch["value"].to_pylist(),
+        batch["__topic"].to_pylist(),
+        batch["__publishTime"].to_pylist(),
+        strict=True,
+    ):
+        result = parse_event(
+            catalog.topic(topic),
+            payload,
+            round(publish.timestamp() * 1000),
+            catalog.rules,
+            catalog.max_payload_bytes,
+        )
+        if isinstance(result, Accepted) and not result.late:
+            events.append((catalog.topic(topic), result.key, result.event_ms, result.row))
+    return aggregate(catalog, events)

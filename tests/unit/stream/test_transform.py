@@ -13,11 +13,10 @@ import pyarrow.compute as pc
 import pytest
 
 from widehouse.catalog import DAY_MS, HOUR_MS, Accepted, Catalog, load_catalog, parse_event
-from widehouse.catalog.reference import aggregate
 from widehouse.generator.core import TrafficGenerator
 from widehouse.generator.manifest import diff_rows
 from widehouse.generator.options import GenerateOptions
-from widehouse.stream.transform import TransformPlan, output_schema, transform
+from widehouse.stream.transform import TransformPlan, output_schema, reference_rows, transform
 
 ROOT = Path(__file__).parents[3]
 
@@ -93,33 +92,13 @@ def merged(plan: TransformPlan, out: pa.Table, table: str) -> dict[tuple[Any, in
     return result
 
 
-def reference(catalog: Catalog, batch: pa.RecordBatch) -> dict[str, dict[tuple[Any, int], dict[str, Any]]]:
-    events = []
-    for payload, topic, publish in zip(
-        batch["value"].to_pylist(),
-        batch["__topic"].to_pylist(),
-        batch["__publishTime"].to_pylist(),
-        strict=True,
-    ):
-        result = parse_event(
-            catalog.topic(topic),
-            payload,
-            round(publish.timestamp() * 1000),
-            catalog.rules,
-            catalog.max_payload_bytes,
-        )
-        if isinstance(result, Accepted) and not result.late:
-            events.append((catalog.topic(topic), result.key, result.event_ms, result.row))
-    return aggregate(catalog, events)
-
-
 @pytest.mark.parametrize("partitions", [1, 3])
 def test_partials_merge_to_the_reference_rows(
     catalog: Catalog, batch: pa.RecordBatch, partitions: int
 ) -> None:
     plan = TransformPlan(catalog, tuple(t.name for t in catalog.wide_tables))
     out = run(plan, batch, partitions)
-    expected = reference(catalog, batch)
+    expected = reference_rows(catalog, batch)
     for table in plan.tables:
         assert diff_rows(expected[table], merged(plan, out, table)) == [], table
 
@@ -192,7 +171,7 @@ def test_arrow_merge_equals_the_reference(catalog: Catalog, batch: pa.RecordBatc
 
     plan = TransformPlan(catalog, tuple(t.name for t in catalog.wide_tables))
     out = run(plan, batch, partitions)
-    expected = reference(catalog, batch)
+    expected = reference_rows(catalog, batch)
     for name in plan.tables:
         merged_rows = partials(out, plan, name)
         wide = catalog.table(name)
