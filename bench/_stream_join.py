@@ -16,8 +16,8 @@ import pyarrow as pa
 
 from widehouse import clickhouse
 from widehouse.catalog import HOUR_MS, Accepted, Catalog, load_catalog, parse_event
-from widehouse.catalog.ddl import apply_ddl
 from widehouse.catalog.filters import Path as FieldPath
+from widehouse.clickhouse.ddl import apply_ddl
 from widehouse.generator.core import TrafficGenerator
 from widehouse.generator.manifest import diff_rows
 from widehouse.generator.options import GenerateOptions

@@ -200,8 +200,8 @@ def overhead(ctx: Ctx) -> dict[str, Any]:
 
 def driver_overhead(ctx: Ctx, topics: list[str], base: dict[str, str]) -> dict[str, Any]:
     """The source's own calls, timed directly (what each micro-batch adds on the driver side)."""
-    from widehouse.spark.pulsar_source.controller import StreamController
-    from widehouse.spark.pulsar_source.options import parse_options
+    from widehouse.source.controller import StreamController
+    from widehouse.source.options import parse_options
 
     options = parse_options({**base, "appId": f"ovh-{uuid.uuid4().hex[:6]}"}, ctx.settings.pulsar)
     controller = StreamController(options)
@@ -302,9 +302,9 @@ def main(argv: list[str]) -> int:
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from widehouse.pulsar import client as pulsar_client
-    from widehouse.pulsar.broker import BrokerView
     from widehouse.settings import load_settings
-    from widehouse.spark.pulsar_source import register
+    from widehouse.source import register
+    from widehouse.source.broker import BrokerView
     from widehouse.spark.session import build_session
 
     state = tempfile.mkdtemp(prefix="bench-pulsar-state-")

@@ -65,8 +65,8 @@ def _suffix() -> str:
 
 
 def _run_app(settings: Any, topics: list[str], available_now: bool = True, until: Any = None) -> Any:
-    from widehouse.spark.stream.job import StreamApp
     from widehouse.stream.options import GroupSpec, RunOptions
+    from widehouse.stream.spark.job import StreamApp
 
     app = StreamApp(settings, [GroupSpec("g001", tuple(topics))], RunOptions(available_now=available_now))
     if available_now:

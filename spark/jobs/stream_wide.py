@@ -3,7 +3,7 @@
     spark-submit spark/jobs/stream_wide.py --group g001 [--plan PLAN.json]
     python spark/jobs/stream_wide.py --all-groups --available-now
 
-argparse -> settings -> widehouse.spark.stream.job.run_stream -> exit code; the same as
+argparse -> settings -> widehouse.stream.spark.job.run_stream -> exit code; the same as
 ``widehouse stream``.
 """
 
@@ -16,7 +16,7 @@ import sys
 from widehouse.commands.stream_cmd import add_arguments, resolve
 from widehouse.errors import ConfigError, WidehouseError
 from widehouse.settings import load_settings
-from widehouse.spark.stream.job import run_stream
+from widehouse.stream.spark.job import run_stream
 
 
 def main(argv: list[str] | None = None) -> int:

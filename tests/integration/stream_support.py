@@ -179,7 +179,7 @@ class Deployment:
         return {(r[wide.key_name], r[wide.grain]): r for r in rows}
 
     def delta_rows(self, spark: Any, table: str) -> dict[tuple[Any, Any], dict[str, Any]]:
-        from widehouse.spark.stream.readback import merged_rows
+        from widehouse.stream.spark.readback import merged_rows
 
         wide = self.catalog.table(table)
         frame = merged_rows(spark, self.catalog, self.settings.delta, table)

@@ -12,7 +12,8 @@ import pyarrow as pa
 import pytest
 
 from widehouse import clickhouse
-from widehouse.catalog import Catalog, ddl, load_catalog
+from widehouse.catalog import Catalog, load_catalog
+from widehouse.clickhouse import ddl
 from widehouse.errors import CatalogError
 from widehouse.settings import Settings
 

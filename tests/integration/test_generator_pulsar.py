@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from widehouse.catalog import Accepted, Catalog, load_catalog, parse_event
-from widehouse.catalog.reference import aggregate
+from widehouse.catalog.semantics.fold import aggregate
 from widehouse.generator import (
     LABEL_PROPERTY,
     POLICY,

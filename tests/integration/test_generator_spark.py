@@ -27,7 +27,7 @@ def catalog() -> Catalog:
 def test_topic_schemas_parse_generated_events_like_the_reference(spark: Any, catalog: Catalog) -> None:
     from pyspark.sql import functions as sf
 
-    from widehouse.spark.catalog_schema import topic_schema
+    from widehouse.catalog.spark import topic_schema
 
     generator = TrafficGenerator(
         catalog, GenerateOptions(count=4000, rate=0, seed=4, base_time_ms=BASE, users=30, bad_rate=0.02)
@@ -64,7 +64,7 @@ def test_topic_schemas_parse_generated_events_like_the_reference(spark: Any, cat
 def test_delta_accepts_the_partial_and_final_schemas(
     spark: Any, settings: Settings, catalog: Catalog
 ) -> None:
-    from widehouse.spark.catalog_schema import final_schema, partial_schema
+    from widehouse.catalog.spark import final_schema, partial_schema
 
     # the two richest shapes: hourly partials (pairs as structs) and daily finals (date, offline columns)
     for name, schema in (
@@ -83,8 +83,8 @@ def test_delta_accepts_the_partial_and_final_schemas(
 def test_generate_offline_builds_the_hive_tables_and_the_daily_sql_reads_them(
     spark: Any, catalog: Catalog
 ) -> None:
-    from widehouse.spark.catalog_schema import spark_type
-    from widehouse.spark.offline import (
+    from widehouse.catalog.spark import spark_type
+    from widehouse.offline.spark import (
         OfflineSpec,
         generate_offline,
         offline_frame,

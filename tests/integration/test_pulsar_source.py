@@ -35,7 +35,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 @pytest.fixture(scope="module")
 def source(spark: Any, services: Settings) -> Any:
-    from widehouse.spark.pulsar_source import register
+    from widehouse.source import register
 
     register(spark)
     return spark
@@ -89,14 +89,14 @@ def publish(client: Any, topic: str, n: int, batch: int = 0, tag: str = "") -> l
 
 
 def options(services: Settings, **extra: Any) -> dict[str, str]:
-    from widehouse.spark.pulsar_source import source_options
+    from widehouse.source import source_options
 
     return source_options(services.pulsar, extra.pop("topics", []), **extra)
 
 
 def run_available_now(spark: Any, opts: dict[str, str], checkpoint: Path, out: Path) -> list[dict[str, Any]]:
     """One Trigger.AvailableNow run into an idempotent sink (parquet per batch id); per-batch info."""
-    from widehouse.spark.pulsar_source import batch_metrics
+    from widehouse.source import batch_metrics
 
     seen: list[dict[str, Any]] = []
 

@@ -18,15 +18,16 @@ from widehouse.cli import main as cli_main
 from widehouse.errors import PulsarError
 from widehouse.pulsar import client as pulsar_client
 from widehouse.pulsar.admin import PulsarAdmin
-from widehouse.pulsar.broker import BrokerView, DataLossError, TopicSelector
-from widehouse.pulsar.cleanup import cleanup
-from widehouse.pulsar.offsets import Mark, Position, SourceOffset, TopicPartition
-from widehouse.pulsar.subscriptions import PROP_APP, PROP_HEARTBEAT, SubscriptionKeeper
+from widehouse.pulsar.positions import Mark, Position, TopicPartition
 from widehouse.pulsar.topics import TopicName
 from widehouse.settings import Settings
-from widehouse.spark.pulsar_source.controller import StreamController
-from widehouse.spark.pulsar_source.options import parse_options
-from widehouse.spark.pulsar_source.reader import read_task
+from widehouse.source.broker import BrokerView, DataLossError, TopicSelector
+from widehouse.source.cleanup import cleanup
+from widehouse.source.controller import StreamController
+from widehouse.source.offsets import SourceOffset
+from widehouse.source.options import parse_options
+from widehouse.source.reader import read_task
+from widehouse.source.subscriptions import PROP_APP, PROP_HEARTBEAT, SubscriptionKeeper
 
 pytestmark = pytest.mark.integration
 
@@ -211,7 +212,7 @@ def test_admission_per_trigger_floor_and_exactly_once(services: Settings, ns: st
 
 
 def _metrics(end: dict[str, Any]) -> Any:
-    from widehouse.pulsar.offsets import topic_metrics
+    from widehouse.source.offsets import topic_metrics
 
     return topic_metrics(SourceOffset.from_json(end))
 

@@ -39,7 +39,7 @@ def run_app(
     spark: Any, options: dict[str, str], checkpoint: str, out: str, hold_batch: int, hold_s: float
 ) -> None:
     """The streaming app: AvailableNow into parquet files per batch id."""
-    from widehouse.spark.pulsar_source import register
+    from widehouse.source import register
 
     register(spark)
 
@@ -95,7 +95,7 @@ def publish(client: Any, topic: str, n: int, tag: str) -> list[str]:
 def test_kill_mid_batch_and_restart_loses_and_doubles_nothing(
     spark: Any, services: Settings, ns: str, tmp_path: Path
 ) -> None:
-    from widehouse.spark.pulsar_source import source_options
+    from widehouse.source import source_options
 
     orders, clicks = f"persistent://{ns}/orders", f"persistent://{ns}/clicks"
     client = pulsar_client.connect(services.pulsar)

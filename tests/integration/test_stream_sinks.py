@@ -7,7 +7,7 @@ import pyarrow as pa
 from widehouse import clickhouse
 from widehouse.catalog import load_catalog
 from widehouse.settings import Settings
-from widehouse.spark.stream.sinks import BatchIdentity, insert_clickhouse
+from widehouse.stream.spark.sinks import BatchIdentity, insert_clickhouse
 from widehouse.stream.tables import QUARANTINE, ensure_clickhouse
 
 

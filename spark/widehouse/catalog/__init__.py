@@ -2,7 +2,7 @@
 
 ``load_catalog(schemas_dir)`` reads and validates ``schemas/`` into frozen objects; everything else
 (Spark schemas, ClickHouse DDL, Delta schemas, HBase columns, the generator, the reference parser)
-is derived from it. This package is light: no pyspark (see :mod:`widehouse.spark.catalog_schema`).
+is derived from it. This package is light: no pyspark (see :mod:`widehouse.catalog.spark`).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from widehouse.catalog.model import (
     WideColumn,
     WideTable,
 )
-from widehouse.catalog.parse import REJECTION_REASONS, Accepted, Rejected, parse_event
 from widehouse.catalog.problems import CatalogValidationError, Problem
+from widehouse.catalog.semantics.parse import REJECTION_REASONS, Accepted, Rejected, parse_event
 from widehouse.catalog.types import Field, FieldType
 
 __all__ = [

@@ -1,7 +1,7 @@
 """Delta / Spark schemas and HBase column names of wide tables, as plain descriptions.
 
 The light core describes every schema as :class:`ColumnSpec` (name, Spark SQL type, nullable);
-:mod:`widehouse.spark.catalog_schema` turns them into ``StructType`` objects. Shapes:
+:mod:`widehouse.catalog.spark` turns them into ``StructType`` objects. Shapes:
 
 - **partial** (Delta ``bronze/<table>_partials``; what one micro-batch emits per (key, hour)):
   key, ``hour`` timestamp, then per column: count ``bigint`` (not null, 0 when empty); sum

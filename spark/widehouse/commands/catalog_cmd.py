@@ -7,10 +7,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from widehouse.catalog import ddl
 from widehouse.catalog.loader import load_catalog
 from widehouse.catalog.model import Catalog, Topic, WideTable
 from widehouse.catalog.schema import final_columns, hbase_columns, partial_columns
+from widehouse.clickhouse import ddl
 from widehouse.commands.table import render
 from widehouse.errors import CatalogError
 from widehouse.settings import Settings

@@ -25,7 +25,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from widehouse.spark.demo import DemoOptions, run_demo
+    from widehouse.demo.spark import DemoOptions, run_demo
 
     options = DemoOptions(
         rate=args.rate, seconds=args.seconds, users=args.users, seed=args.seed, groups=args.groups

@@ -194,7 +194,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 def run_offline(args: argparse.Namespace, settings: Settings) -> int:
     from widehouse.catalog.loader import load_catalog
     from widehouse.generator.manifest import Manifest
-    from widehouse.spark.offline import OfflineSpec, generate_offline, offline_frame
+    from widehouse.offline.spark import OfflineSpec, generate_offline, offline_frame
     from widehouse.spark.session import build_session
 
     if args.manifest is not None:

@@ -18,11 +18,11 @@ from typing import Any
 
 from widehouse.commands.table import render
 from widehouse.errors import ConfigError
-from widehouse.pulsar.broker import BrokerView
-from widehouse.pulsar.cleanup import all_namespaces, cleanup, scan
-from widehouse.pulsar.subscriptions import DEFAULT_PREFIX
 from widehouse.pulsar.topics import TopicName
 from widehouse.settings import Settings
+from widehouse.source.broker import BrokerView
+from widehouse.source.cleanup import all_namespaces, cleanup, scan
+from widehouse.source.subscriptions import DEFAULT_PREFIX
 
 _DURATION_RE = re.compile(r"^(\d+(?:\.\d+)?)([smhd]?)$")
 _UNIT_S = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}

@@ -74,6 +74,6 @@ def resolve(args: argparse.Namespace, settings: Settings) -> tuple[list[GroupSpe
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     groups, options = resolve(args, settings)
-    from widehouse.spark.stream.job import run_stream  # Spark only when it really runs
+    from widehouse.stream.spark.job import run_stream  # Spark only when it really runs
 
     return run_stream(settings, groups, options)

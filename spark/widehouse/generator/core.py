@@ -27,8 +27,8 @@ import orjson
 
 from widehouse.catalog.eventtime import DAY_MS, HOUR_MS, iso_utc
 from widehouse.catalog.model import Catalog, Topic
-from widehouse.catalog.parse import Accepted, parse_event
-from widehouse.catalog.reference import ColumnRule, WideRows, compile_rules
+from widehouse.catalog.semantics.fold import ColumnRule, WideRows, compile_rules
+from widehouse.catalog.semantics.parse import Accepted, parse_event
 from widehouse.errors import ConfigError
 from widehouse.generator.badinput import (
     BAD_CLASSES,

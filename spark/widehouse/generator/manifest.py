@@ -8,7 +8,7 @@ A JSON file (see :meth:`Manifest.to_json`) with
 - ``totals`` and ``topics``: per topic (catalog name) counts: sent, wide (accepted on time), late,
   quarantined, and per label and per rejection reason;
 - ``expected``: per wide table at its grain, the final values per (key, period), computed by the
-  catalog's reference aggregation (:mod:`widehouse.catalog.reference`) over the accepted, on-time
+  catalog's reference aggregation (:mod:`widehouse.catalog.semantics.fold`) over the accepted, on-time
   events. Rows are sparse on disk (counts of 0 and nulls left out); :meth:`Manifest.expected_rows`
   gives full rows;
 - ``run``: what differs between runs (publish timestamps, achieved rate, lag, published topic names)

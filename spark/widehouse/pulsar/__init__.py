@@ -1,4 +1,4 @@
-"""Pulsar: topic names, the admin REST client, and (under widehouse.spark) the Spark source."""
+"""Pulsar: topic names and the admin REST client (the Spark source is :mod:`widehouse.source`)."""
 
 from __future__ import annotations
 

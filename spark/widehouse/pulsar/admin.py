@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from widehouse.errors import PulsarError
-from widehouse.pulsar.offsets import EntryInfo, Position
+from widehouse.pulsar.positions import EntryInfo, Position
 from widehouse.pulsar.topics import TopicName
 from widehouse.settings import PulsarSettings
 

@@ -1,5 +1,5 @@
-"""The Spark side of Widehouse: everything here imports pyspark.
+"""The Spark session factory shared by every Spark job (:mod:`widehouse.spark.session`).
 
-Import these modules only from Spark job entrypoints, tests and benchmarks, never from dags/ or
-from the light core.
+Each domain keeps its own Spark side in a leaf named ``spark`` (``widehouse.source.spark``,
+``widehouse.stream.spark``, ``widehouse.catalog.spark``, ...); only those leaves import pyspark.
 """

@@ -1,7 +1,7 @@
 """What a streaming run is asked to do: slot groups, run options, injected faults (pyspark-free).
 
 Shared by the ``widehouse stream`` command, the ``spark/jobs/stream_wide.py`` entrypoint, the demo
-and the tests; :mod:`widehouse.spark.stream.job` runs them.
+and the tests; :mod:`widehouse.stream.spark.job` runs them.
 """
 
 from __future__ import annotations

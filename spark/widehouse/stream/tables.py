@@ -1,6 +1,6 @@
 """The streaming job's side tables (quarantine, late events, progress) and where every table lives.
 
-Wide tables are described by the catalog (:mod:`widehouse.catalog.ddl` for ClickHouse,
+Wide tables are described by the catalog (:mod:`widehouse.clickhouse.ddl` for ClickHouse,
 :mod:`widehouse.catalog.schema` for Delta); this module adds the three tables every slot group also
 writes, and the Delta paths of all of them:
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from widehouse.catalog import Catalog
-from widehouse.catalog.ddl import DEDUP_WINDOW, apply_ddl, q
+from widehouse.clickhouse.ddl import DEDUP_WINDOW, apply_ddl, q
 from widehouse.settings import DeltaSettings
 
 QUARANTINE = "quarantine"

@@ -15,7 +15,7 @@ sinks need:
 
 Events are collapsed per (key, hour) *before* they are widened (the expensive part of a union of
 narrow topic rows into wide rows): folding uses the catalog's reference semantics
-(:mod:`widehouse.catalog.reference`), so the stream cannot disagree with the generator's manifest.
+(:mod:`widehouse.catalog.semantics.fold`), so the stream cannot disagree with the generator's manifest.
 Partial rows are per hour for every table (a day table's hours are merged again by its sinks).
 """
 
@@ -28,8 +28,8 @@ from typing import Any
 import pyarrow as pa
 
 from widehouse.catalog import HOUR_MS, Catalog, WideTable
-from widehouse.catalog.parse import Accepted, parse_event
-from widehouse.catalog.reference import ColumnRule, WideRows, compile_rules, contribute
+from widehouse.catalog.semantics.fold import ColumnRule, WideRows, compile_rules, contribute
+from widehouse.catalog.semantics.parse import Accepted, parse_event
 from widehouse.errors import CatalogError
 
 KIND_PARTIAL = "partial"
@@ -356,7 +356,7 @@ def reference_rows(
 ) -> dict[str, dict[tuple[Any, int], dict[str, Any]]]:
     """The wide rows a source batch must produce, per table, computed the slow way (one event at a
     time through the catalog's reference parser and aggregation): the oracle for tests and benches."""
-    from widehouse.catalog.reference import aggregate
+    from widehouse.catalog.semantics.fold import aggregate
 
     events = []
     for payload, topic, publish in zip(

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from widehouse.catalog import Catalog, ddl, load_catalog
+from widehouse.catalog import Catalog, load_catalog
+from widehouse.clickhouse import ddl
 
 ROOT = Path(__file__).parents[3]
 

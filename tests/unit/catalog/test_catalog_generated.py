@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 from catalog_samples import Writer
 
-from widehouse.catalog import Catalog, ddl, load_catalog
+from widehouse.catalog import Catalog, load_catalog
 from widehouse.catalog.offline import day_parameter, render_offline_sql
 from widehouse.catalog.schema import final_columns, hbase_columns, partial_columns, schema_ddl
+from widehouse.clickhouse import ddl
 from widehouse.errors import CatalogError
 
 

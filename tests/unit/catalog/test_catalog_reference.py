@@ -9,7 +9,7 @@ import pytest
 from catalog_samples import Writer
 
 from widehouse.catalog import HOUR_MS, Catalog, load_catalog
-from widehouse.catalog.reference import WideRows, aggregate, compile_rules, contribute
+from widehouse.catalog.semantics.fold import WideRows, aggregate, compile_rules, contribute
 
 T0 = 1_778_400_000_000  # 2026-05-10T08:00:00Z, an hour start
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from widehouse.pulsar.admission import Limits, allocate, plan_takes, should_wait
+from widehouse.source.admission import Limits, allocate, plan_takes, should_wait
 
 
 def test_everything_is_taken_when_it_fits() -> None:

@@ -7,15 +7,9 @@ import json
 import pytest
 
 from widehouse.errors import PulsarError
-from widehouse.pulsar.offsets import (
-    Mark,
-    PartitionOffset,
-    Position,
-    SourceOffset,
-    TopicPartition,
-    topic_metrics,
-)
-from widehouse.spark.pulsar_source.metrics import _planned_ms, offsets_from_log
+from widehouse.pulsar.positions import Mark, Position, TopicPartition
+from widehouse.source.metrics import offsets_from_log, planned_ms
+from widehouse.source.offsets import PartitionOffset, SourceOffset, topic_metrics
 
 A = "persistent://t/ns/a"
 
@@ -51,7 +45,7 @@ def test_several_pulsar_sources_need_the_app_id() -> None:
 
 
 def test_the_planning_time_is_the_metadata_line_s_batch_timestamp() -> None:
-    assert _planned_ms(log_text(offset("g1", 1).to_json())) == 1
-    assert _planned_ms("v1\n{}\n") is None  # an odd log: the caller falls back
-    assert _planned_ms("v1") is None
-    assert _planned_ms("v1\nnot json") is None
+    assert planned_ms(log_text(offset("g1", 1).to_json())) == 1
+    assert planned_ms("v1\n{}\n") is None  # an odd log: the caller falls back
+    assert planned_ms("v1") is None
+    assert planned_ms("v1\nnot json") is None

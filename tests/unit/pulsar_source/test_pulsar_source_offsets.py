@@ -7,14 +7,11 @@ import json
 import pytest
 
 from widehouse.errors import ConfigError, PulsarError
-from widehouse.pulsar.offsets import (
-    EntryInfo,
-    Mark,
+from widehouse.pulsar.positions import EntryInfo, Mark, Position, TopicPartition
+from widehouse.source.offsets import (
     PartitionOffset,
-    Position,
     PositionSpec,
     SourceOffset,
-    TopicPartition,
     format_message_id,
     parse_message_id,
     parse_offset_spec,

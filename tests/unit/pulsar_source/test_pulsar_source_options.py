@@ -8,9 +8,10 @@ import pickle
 import pytest
 
 from widehouse.errors import ConfigError
-from widehouse.pulsar.offsets import Position, PositionSpec, TopicPartition
+from widehouse.pulsar.positions import Position, TopicPartition
 from widehouse.settings import PulsarSettings
-from widehouse.spark.pulsar_source.options import NO_LIMIT, parse_options, source_options
+from widehouse.source.offsets import PositionSpec
+from widehouse.source.options import NO_LIMIT, parse_options, source_options
 
 PULSAR = PulsarSettings("pulsar://broker:6650", "http://broker:8080", "secret-token")
 A = "persistent://t/ns/a"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import itertools
 
-from widehouse.pulsar.offsets import Mark, Position
-from widehouse.spark.pulsar_source.planning import Slice, plan_tasks, split_slice
+from widehouse.pulsar.positions import Mark, Position
+from widehouse.source.planning import Slice, plan_tasks, split_slice
 
 
 def piece(topic: str, count: int, start: int = 0, partition: int = -1) -> Slice:

@@ -13,8 +13,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from widehouse.spark.pulsar_source.reader import _Columns
-from widehouse.spark.pulsar_source.schema import COLUMNS, arrow_schema
+from widehouse.source.reader import _Columns
+from widehouse.source.schema import COLUMNS, arrow_schema
 
 SPARK_SCHEMA = StructType(
     [

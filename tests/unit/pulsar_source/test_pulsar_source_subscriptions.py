@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from widehouse.errors import ConfigError
-from widehouse.pulsar.cleanup import AppSubscription, judge
-from widehouse.pulsar.offsets import Mark, Position
-from widehouse.pulsar.subscriptions import (
+from widehouse.pulsar.positions import Mark, Position
+from widehouse.source.cleanup import AppSubscription, judge
+from widehouse.source.subscriptions import (
     PROP_APP,
     PROP_HEARTBEAT,
     ack_target,

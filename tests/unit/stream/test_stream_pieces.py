@@ -13,10 +13,10 @@ import pytest
 from widehouse.commands.stream_cmd import add_arguments, resolve
 from widehouse.errors import ConfigError
 from widehouse.settings import load_settings
-from widehouse.spark.stream.batch import PUBLISH_ALLOWANCE_MS, progress_rows
-from widehouse.spark.stream.sinks import BatchIdentity
 from widehouse.stream.merge import TopicStats
 from widehouse.stream.options import Fault
+from widehouse.stream.spark.batch import PUBLISH_ALLOWANCE_MS, progress_rows
+from widehouse.stream.spark.sinks import BatchIdentity
 from widehouse.stream.tables import GROUP_ROW
 
 T0 = 1_763_683_200_000  # 2025-11-21T00:00:00Z

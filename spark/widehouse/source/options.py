@@ -35,12 +35,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from widehouse.errors import ConfigError, PulsarError
-from widehouse.pulsar.admission import Limits
-from widehouse.pulsar.broker import TopicSelector
-from widehouse.pulsar.offsets import EARLIEST, LATEST, OffsetSpec, parse_offset_spec
-from widehouse.pulsar.subscriptions import DEFAULT_PREFIX, validate_app_id
+from widehouse.pulsar.positions import EARLIEST
 from widehouse.pulsar.topics import TopicName
 from widehouse.settings import PulsarSettings
+from widehouse.source.admission import Limits
+from widehouse.source.broker import TopicSelector
+from widehouse.source.offsets import LATEST, OffsetSpec, parse_offset_spec
+from widehouse.source.subscriptions import DEFAULT_PREFIX, validate_app_id
 
 KNOWN = (
     "topics",

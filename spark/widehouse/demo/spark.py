@@ -27,7 +27,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from widehouse.catalog import Catalog, load_catalog
-from widehouse.catalog.ddl import table_names
+from widehouse.clickhouse.ddl import table_names
 from widehouse.commands.table import render
 from widehouse.errors import ConfigError, WidehouseError
 from widehouse.generator.manifest import Manifest, diff_rows
@@ -85,7 +85,7 @@ def run_demo(settings: Settings, options: DemoOptions, say: Say = print) -> int:
         f"saved to {settings.state_dir / 'plan.json'}"
     )
 
-    from widehouse.spark.stream.job import StreamApp
+    from widehouse.stream.spark.job import StreamApp
 
     groups = [GroupSpec(g.name, tuple(g.topics)) for g in the_plan.groups]
     app = StreamApp(settings, groups, RunOptions(starting_offsets="earliest"))
@@ -246,7 +246,7 @@ def _watch(app: Any, publisher: _Publisher, options: DemoOptions, say: Say) -> N
 def _report(app: Any, catalog: Catalog, manifest: Manifest, say: Say) -> bool:
     from pyspark.sql import functions as F  # noqa: N812
 
-    from widehouse.spark.stream.readback import merged_rows
+    from widehouse.stream.spark.readback import merged_rows
 
     client = app.clickhouse()
     settings = app.settings
@@ -367,7 +367,7 @@ def _next_steps(settings: Settings, say: Say) -> None:
         '  .venv/bin/widehouse sql "SELECT * FROM user_hourly ORDER BY hour DESC LIMIT 10"\n'
         '  .venv/bin/widehouse sql "SELECT reason, count() FROM quarantine GROUP BY reason"\n'
         f"  Delta: spark.read.format('delta').load('{delta_partials(settings.delta, 'user_hourly')}')\n"
-        "  (widehouse.spark.stream.readback.merged_rows gives the merged wide rows)\n"
+        "  (widehouse.stream.spark.readback.merged_rows gives the merged wide rows)\n"
         f"Keep streaming: .venv/bin/widehouse stream --all-groups --plan {settings.state_dir / 'plan.json'}\n"
         "Stop the local services:  make down  (or .venv/bin/widehouse services down)"
     )

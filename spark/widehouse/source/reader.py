@@ -27,10 +27,10 @@ from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
 from widehouse.errors import PulsarError
-from widehouse.pulsar.broker import DataLossError
-from widehouse.spark.pulsar_source.options import ReadConfig
-from widehouse.spark.pulsar_source.planning import ReadTask, Slice
-from widehouse.spark.pulsar_source.schema import arrow_schema
+from widehouse.source.broker import DataLossError
+from widehouse.source.options import ReadConfig
+from widehouse.source.planning import ReadTask, Slice
+from widehouse.source.schema import arrow_schema
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from widehouse.catalog import Catalog
+from widehouse.catalog.spark import partial_schema
 from widehouse.settings import DeltaSettings
-from widehouse.spark.catalog_schema import partial_schema
 from widehouse.stream.tables import LATE, PROGRESS, QUARANTINE, delta_partials, delta_side
 
 if TYPE_CHECKING:

@@ -15,7 +15,9 @@ subtraction, without reading them.
 - :class:`SourceOffset` is what Spark checkpoints: ``{"pulsar": 1, "app": ..., "topics": {topic:
   {partition: entry}}}`` with each entry a compact string (see :meth:`PartitionOffset.encode`).
 
-Everything here is pure (no client, no Spark) so it is unit-tested directly.
+The position values themselves live in :mod:`widehouse.pulsar.positions` (the admin client
+uses them too) and are re-exported here. Everything here is pure (no client, no Spark) so it is
+unit-tested directly.
 """
 
 from __future__ import annotations
@@ -24,109 +26,14 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from widehouse.errors import ConfigError, PulsarError
-from widehouse.pulsar.topics import PARTITION_SUFFIX, TopicName
+from widehouse.pulsar.positions import EARLIEST, Mark, Position, TopicPartition
+from widehouse.pulsar.topics import TopicName
 
 FORMAT_VERSION = 1
-EARLIEST = "earliest"
 LATEST = "latest"
-_WHOLE_ENTRY = 1 << 62  # sorts after every batch index of the same entry
-
-
-class TopicPartition(NamedTuple):
-    """A topic (its full base name) and a partition number, ``-1`` for a non-partitioned topic."""
-
-    topic: str
-    partition: int
-
-    @property
-    def name(self) -> str:
-        """The topic name a client subscribes to: ``<topic>-partition-<n>`` or the topic itself."""
-        return self.topic if self.partition < 0 else f"{self.topic}{PARTITION_SUFFIX}{self.partition}"
-
-    @classmethod
-    def of(cls, name: str) -> TopicPartition:
-        """Split a listed topic name (``...-partition-3`` or a plain topic)."""
-        parsed = TopicName.parse(name)
-        index = parsed.partition_index
-        return cls(str(parsed.base), -1 if index is None else index)
-
-    def __str__(self) -> str:
-        return self.name
-
-
-@dataclass(frozen=True, order=True)
-class Position:
-    """``(ledger, entry, batch)``; ``batch == -1`` means the whole entry."""
-
-    ledger: int
-    entry: int
-    batch: int = -1
-
-    def key(self) -> tuple[int, int, int]:
-        """Sort key of the last message this position covers."""
-        return (self.ledger, self.entry, self.batch if self.batch >= 0 else _WHOLE_ENTRY)
-
-    def __str__(self) -> str:
-        if self.batch >= 0:
-            return f"{self.ledger}:{self.entry}:{self.batch}"
-        return f"{self.ledger}:{self.entry}"
-
-    @classmethod
-    def parse(cls, text: str) -> Position:
-        parts = text.split(":")
-        if len(parts) not in (2, 3):
-            raise ValueError(f"{text!r} is not a position (ledger:entry[:batch])")
-        numbers = [int(p) for p in parts]
-        return cls(*numbers)
-
-
-def message_key(ledger: int, entry: int, batch: int) -> tuple[int, int, int]:
-    """Sort key of one message (``batch`` is -1 for a message that is not part of a batch)."""
-    return (ledger, entry, batch)
-
-
-@dataclass(frozen=True)
-class Mark:
-    """Consumed through ``position`` (None: nothing consumed, read from the earliest message);
-    ``index`` is the broker index of the last consumed message (first index - 1 for earliest)."""
-
-    position: Position | None
-    index: int
-
-    @property
-    def is_earliest(self) -> bool:
-        return self.position is None
-
-    def encode_position(self) -> str:
-        return EARLIEST if self.position is None else str(self.position)
-
-    def covers(self, ledger: int, entry: int, batch: int) -> bool:
-        """True if the message was consumed by this mark (so a reader starting here skips it)."""
-        if self.position is None:
-            return False
-        return message_key(ledger, entry, batch) <= self.position.key()
-
-
-@dataclass(frozen=True)
-class EntryInfo:
-    """What the broker says about one entry: where it is, its index, how many messages it holds."""
-
-    position: Position
-    index: int
-    """Broker index of the entry's last message."""
-    messages: int = 1
-
-    @property
-    def first_index(self) -> int:
-        return self.index - self.messages + 1
-
-    @property
-    def mark(self) -> Mark:
-        """The mark of having consumed this whole entry."""
-        return Mark(Position(self.position.ledger, self.position.entry), self.index)
 
 
 def _decode_position(text: str) -> Position | None:

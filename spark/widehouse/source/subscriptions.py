@@ -31,9 +31,9 @@ from typing import Any
 
 from widehouse.errors import ConfigError, PulsarError
 from widehouse.pulsar.admin import TopicNotFoundError
-from widehouse.pulsar.broker import BrokerView
-from widehouse.pulsar.offsets import Mark, Position, TopicPartition
+from widehouse.pulsar.positions import Mark, Position, TopicPartition
 from widehouse.settings import PulsarSettings
+from widehouse.source.broker import BrokerView
 
 log = logging.getLogger(__name__)
 

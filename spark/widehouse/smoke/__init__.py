@@ -1,7 +1,7 @@
 """Smoke checks: one real round trip through each part, for the demo and for `widehouse smoke`.
 
 Each check creates what it needs under a unique name, verifies the data that comes back, and
-cleans up. The Spark check (Delta + Hive) lives in :mod:`widehouse.spark.smoke`.
+cleans up. The Spark check (Delta + Hive) lives in :mod:`widehouse.smoke.spark`.
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ def run_checks(settings: Settings, spark: bool = True) -> list[CheckResult]:
         _run("clickhouse", lambda: check_clickhouse(settings)),
     ]
     if spark:
-        from widehouse.spark.smoke import check_spark  # heavy import only when asked
+        from widehouse.smoke.spark import check_spark  # heavy import only when asked
 
         results.append(_run("spark-delta-hive", lambda: check_spark(settings)))
     return results

@@ -25,20 +25,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from widehouse.errors import PulsarError
-from widehouse.pulsar.admission import plan_takes, should_wait
-from widehouse.pulsar.broker import BrokerView, DataLossError
-from widehouse.pulsar.offsets import (
-    EntryInfo,
-    Mark,
-    PartitionOffset,
-    Position,
-    PositionSpec,
-    SourceOffset,
-    TopicPartition,
-)
-from widehouse.pulsar.subscriptions import SubscriptionKeeper
-from widehouse.spark.pulsar_source.options import NO_LIMIT, SourceOptions
-from widehouse.spark.pulsar_source.planning import ReadTask, Slice, plan_tasks
+from widehouse.pulsar.positions import EntryInfo, Mark, Position, TopicPartition
+from widehouse.source.admission import plan_takes, should_wait
+from widehouse.source.broker import BrokerView, DataLossError
+from widehouse.source.offsets import PartitionOffset, PositionSpec, SourceOffset
+from widehouse.source.options import NO_LIMIT, SourceOptions
+from widehouse.source.planning import ReadTask, Slice, plan_tasks
+from widehouse.source.subscriptions import SubscriptionKeeper
 
 log = logging.getLogger("widehouse.pulsar.source")
 

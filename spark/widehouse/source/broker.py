@@ -23,7 +23,7 @@ from typing import TypeVar
 
 from widehouse.errors import ConfigError, PulsarError
 from widehouse.pulsar.admin import PulsarAdmin, TopicNotFoundError
-from widehouse.pulsar.offsets import EntryInfo, Mark, Position, TopicPartition
+from widehouse.pulsar.positions import EntryInfo, Mark, Position, TopicPartition
 from widehouse.pulsar.topics import TopicName
 from widehouse.settings import PulsarSettings
 

@@ -27,12 +27,13 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from widehouse.errors import ConfigError
-from widehouse.spark.pulsar_source.controller import BatchPlanner, StreamController, budget_of
-from widehouse.spark.pulsar_source.options import NO_LIMIT, ReadConfig, SourceOptions, parse_options
-from widehouse.spark.pulsar_source.planning import ReadTask
-from widehouse.spark.pulsar_source.reader import read_task
-from widehouse.spark.pulsar_source.schema import SCHEMA_DDL
+from widehouse.errors import ConfigError, PulsarError
+from widehouse.source.controller import BatchPlanner, StreamController, budget_of
+from widehouse.source.metrics import BatchLog, TopicBatchMetrics, batch_log
+from widehouse.source.options import NO_LIMIT, ReadConfig, SourceOptions, parse_options
+from widehouse.source.planning import ReadTask
+from widehouse.source.reader import read_task
+from widehouse.source.schema import SCHEMA_DDL
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -149,7 +150,7 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
 def _check_schema(schema: StructType) -> None:
     names = [f.name for f in schema.fields]
-    from widehouse.spark.pulsar_source.schema import COLUMNS
+    from widehouse.source.schema import COLUMNS
 
     if tuple(names) != COLUMNS:
         raise ConfigError(
@@ -177,3 +178,37 @@ def register(spark: SparkSession) -> None:
             "the session starts",
             sys.executable,
         )
+
+
+# -- the offset log, read through the cluster's file system -----------------------------------
+def read_text(spark: SparkSession, path: str) -> str:
+    """A small text file through Hadoop's file system (local, HDFS, S3 ... as the cluster has)."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
+    fs = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    stream = fs.open(hadoop_path)
+    try:
+        data = jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+    finally:
+        stream.close()
+    return str(data)
+
+
+def read_batch_log(
+    spark: SparkSession, checkpoint_location: str, batch_id: int, app_id: str | None = None
+) -> BatchLog:
+    """Per-topic metrics and planning time of micro-batch ``batch_id``, from one read of its log."""
+    path = f"{checkpoint_location.rstrip('/')}/offsets/{batch_id}"
+    try:
+        text = read_text(spark, path)
+    except Exception as exc:  # py4j wraps the JVM's FileNotFoundException
+        raise PulsarError(f"cannot read the offset log {path}: {exc}") from exc
+    return batch_log(text, app_id)
+
+
+def batch_metrics(
+    spark: SparkSession, checkpoint_location: str, batch_id: int, app_id: str | None = None
+) -> list[TopicBatchMetrics]:
+    """Rows and lag per topic of micro-batch ``batch_id`` of the query checkpointed there."""
+    return read_batch_log(spark, checkpoint_location, batch_id, app_id).metrics

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 from widehouse.catalog.model import Catalog, WideTable
 from widehouse.catalog.offline import day_parameter, render_offline_sql
+from widehouse.catalog.spark import spark_type
 from widehouse.errors import CatalogError, ConfigError
 from widehouse.generator.options import uid_of
 from widehouse.generator.values import seeded
-from widehouse.spark.catalog_schema import spark_type
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

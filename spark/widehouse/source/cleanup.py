@@ -17,8 +17,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from widehouse.errors import PulsarError
-from widehouse.pulsar.broker import BrokerView
-from widehouse.pulsar.subscriptions import DEFAULT_PREFIX, PROP_HEARTBEAT, PROP_HOST, app_of
+from widehouse.source.broker import BrokerView
+from widehouse.source.subscriptions import DEFAULT_PREFIX, PROP_HEARTBEAT, PROP_HOST, app_of
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 Usage::
 
-    from widehouse.spark.pulsar_source import register, source_options, batch_metrics
+    from widehouse.source import register, source_options, batch_metrics
     register(spark)
     df = (spark.readStream.format("pulsar")
           .options(**source_options(settings.pulsar, topics, appId="group-7",
@@ -11,17 +11,19 @@ Usage::
 
 Modules: :mod:`.options` (every option, validated), :mod:`.controller` (driver side: offsets,
 admission control, commits), :mod:`.planning` (tasks), :mod:`.reader` (executor side, Arrow),
-:mod:`.metrics` (per-topic rows and lag of a batch), :mod:`.source` (the pyspark adapters).
-Only :mod:`.source` and :mod:`.metrics` use pyspark; names below load lazily.
+:mod:`.metrics` (per-topic rows and lag of a batch, from Spark's offset log), :mod:`.broker`
+(what the source asks the brokers), :mod:`.subscriptions` and :mod:`.cleanup` (durable
+subscriptions moved on commit, and removed for retired apps), :mod:`.spark` (the pyspark adapters
+and the offset-log reader). Only :mod:`.spark` imports pyspark; names below load lazily.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from widehouse.pulsar.offsets import TopicBatchMetrics
-from widehouse.spark.pulsar_source.options import source_options
-from widehouse.spark.pulsar_source.schema import SCHEMA_DDL
+from widehouse.source.offsets import TopicBatchMetrics
+from widehouse.source.options import source_options
+from widehouse.source.schema import SCHEMA_DDL
 
 __all__ = [
     "SCHEMA_DDL",
@@ -35,11 +37,11 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in ("PulsarDataSource", "register"):
-        from widehouse.spark.pulsar_source import source
+        from widehouse.source import source
 
         return getattr(source, name)
     if name == "batch_metrics":
-        from widehouse.spark.pulsar_source.metrics import batch_metrics
+        from widehouse.source.spark import batch_metrics
 
         return batch_metrics
     raise AttributeError(name)

@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from widehouse.pulsar.offsets import Mark, TopicPartition
+from widehouse.pulsar.positions import Mark, TopicPartition
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@
 The channel is Spark's own offset log: before a micro-batch runs, Spark writes its end offsets to
 ``<checkpoint>/offsets/<batchId>``, and every partition entry of this source records the index the
 batch started from, the index it ends at, and the broker's last index when the batch was planned.
-So inside ``foreachBatch(df, batch_id)`` the job calls::
+So inside ``foreachBatch(df, batch_id)`` the job calls (:mod:`widehouse.source.spark` reads the
+file through the cluster's file system)::
 
     metrics = batch_metrics(spark, checkpoint_location, batch_id)
 
@@ -15,15 +16,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from widehouse.errors import PulsarError
-from widehouse.pulsar.offsets import SourceOffset, TopicBatchMetrics, topic_metrics
+from widehouse.source.offsets import SourceOffset, TopicBatchMetrics, topic_metrics
 
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
-__all__ = ["BatchLog", "TopicBatchMetrics", "batch_metrics", "offsets_from_log", "read_batch_log"]
+__all__ = ["BatchLog", "TopicBatchMetrics", "batch_log", "offsets_from_log"]
 
 
 def offsets_from_log(text: str, app_id: str | None = None) -> SourceOffset:
@@ -50,20 +48,6 @@ def offsets_from_log(text: str, app_id: str | None = None) -> SourceOffset:
     return found[0]
 
 
-def read_text(spark: SparkSession, path: str) -> str:
-    """A small text file through Hadoop's file system (local, HDFS, S3 ... as the cluster has)."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
-    fs = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-    stream = fs.open(hadoop_path)
-    try:
-        data = jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
-    finally:
-        stream.close()
-    return str(data)
-
-
 @dataclass(frozen=True)
 class BatchLog:
     """What the offset log says about one micro-batch."""
@@ -74,26 +58,12 @@ class BatchLog:
     """When Spark planned the batch (``batchTimestampMs``), if the log records it."""
 
 
-def read_batch_log(
-    spark: SparkSession, checkpoint_location: str, batch_id: int, app_id: str | None = None
-) -> BatchLog:
-    """Per-topic metrics and planning time of micro-batch ``batch_id``, from one read of its log."""
-    path = f"{checkpoint_location.rstrip('/')}/offsets/{batch_id}"
-    try:
-        text = read_text(spark, path)
-    except Exception as exc:  # py4j wraps the JVM's FileNotFoundException
-        raise PulsarError(f"cannot read the offset log {path}: {exc}") from exc
-    return BatchLog(topic_metrics(offsets_from_log(text, app_id)), _planned_ms(text))
+def batch_log(text: str, app_id: str | None = None) -> BatchLog:
+    """What the text of one offset log file says: per-topic metrics and the planning time."""
+    return BatchLog(topic_metrics(offsets_from_log(text, app_id)), planned_ms(text))
 
 
-def batch_metrics(
-    spark: SparkSession, checkpoint_location: str, batch_id: int, app_id: str | None = None
-) -> list[TopicBatchMetrics]:
-    """Rows and lag per topic of micro-batch ``batch_id`` of the query checkpointed there."""
-    return read_batch_log(spark, checkpoint_location, batch_id, app_id).metrics
-
-
-def _planned_ms(text: str) -> int | None:
+def planned_ms(text: str) -> int | None:
     """The log's ``batchTimestampMs`` (its second line is the batch metadata), or None."""
     try:
         return int(json.loads(text.splitlines()[1])["batchTimestampMs"])

@@ -43,8 +43,8 @@ if TYPE_CHECKING:
 
     from widehouse.settings import DeltaSettings
 
-from widehouse.spark.stream.sinks import BatchIdentity, append_delta, insert_clickhouse
 from widehouse.stream.options import Fault
+from widehouse.stream.spark.sinks import BatchIdentity, append_delta, insert_clickhouse
 
 log = logging.getLogger("widehouse.stream")
 
@@ -99,7 +99,7 @@ class BatchWriter:
 
     def _raise_at(self, point: str, batch_id: int) -> None:
         if self._fault(point, batch_id) is not None:
-            from widehouse.spark.stream.sinks import FaultInjected
+            from widehouse.stream.spark.sinks import FaultInjected
 
             raise FaultInjected(f"injected failure at {point} of batch {batch_id}")
 
@@ -114,7 +114,7 @@ class BatchWriter:
     def _write(self, df: DataFrame, batch_id: int) -> None:
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        from widehouse.spark.pulsar_source.metrics import read_batch_log
+        from widehouse.source.spark import read_batch_log
 
         started = time.time()
         clock = _Clock()
@@ -167,7 +167,7 @@ class BatchWriter:
 
     # -- sinks -------------------------------------------------------------------------------
     def _write_clickhouse(self, outputs: BatchOutputs, identity: BatchIdentity) -> None:
-        from widehouse.catalog.ddl import table_names
+        from widehouse.clickhouse.ddl import table_names
 
         client = self.clickhouse()
         for number, (name, data) in enumerate(outputs.partials.items()):
@@ -183,7 +183,7 @@ class BatchWriter:
 
         from pyspark.sql import functions as F  # noqa: N812
 
-        from widehouse.spark.stream.delta_tables import conform, partial_table_schema, side_table_schema
+        from widehouse.stream.spark.delta_tables import conform, partial_table_schema, side_table_schema
 
         writes: list[tuple[DataFrame, str, str, list[str]]] = []
         for name, data in outputs.partials.items():
@@ -227,7 +227,7 @@ class BatchWriter:
         if "delta" in self.sinks:
             from pyspark.sql import functions as F  # noqa: N812
 
-            from widehouse.spark.stream.delta_tables import conform, side_table_schema
+            from widehouse.stream.spark.delta_tables import conform, side_table_schema
 
             frame = self.spark.createDataFrame(table).withColumn("wh_date", F.to_date("batch_time"))
             out = conform(frame, side_table_schema(PROGRESS))

@@ -25,9 +25,9 @@ from widehouse import clickhouse
 from widehouse.catalog import Catalog, load_catalog
 from widehouse.errors import ConfigError
 from widehouse.settings import Settings
-from widehouse.spark.stream.batch import BatchWriter
-from widehouse.spark.stream.sinks import SerializedClient
 from widehouse.stream.options import GroupSpec, RunOptions
+from widehouse.stream.spark.batch import BatchWriter
+from widehouse.stream.spark.sinks import SerializedClient
 from widehouse.stream.tables import ensure_clickhouse
 
 log = logging.getLogger("widehouse.stream")
@@ -83,7 +83,7 @@ class StreamApp:
 
     # -- queries -----------------------------------------------------------------------------
     def _start(self, group: GroupSpec) -> Any:
-        from widehouse.spark.pulsar_source import register, source_options
+        from widehouse.source import register, source_options
 
         stream = self.settings.stream
         register(self.spark)
@@ -127,7 +127,7 @@ class StreamApp:
         if "clickhouse" in self.settings.stream.sinks:
             self.clickhouse()  # create or migrate the tables once, before any batch
         if "delta" in self.settings.stream.sinks:
-            from widehouse.spark.stream.delta_tables import ensure_delta
+            from widehouse.stream.spark.delta_tables import ensure_delta
             from widehouse.stream.transform import TransformPlan
 
             topics = [t for g in self.groups for t in g.topics]
