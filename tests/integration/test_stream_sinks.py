@@ -7,16 +7,15 @@ import pyarrow as pa
 from widehouse import clickhouse
 from widehouse.catalog import load_catalog
 from widehouse.settings import Settings
-from widehouse.stream.spark.sinks import BatchIdentity, insert_clickhouse
-from widehouse.stream.tables import QUARANTINE, ensure_clickhouse
+from widehouse.stream.progress import BatchIdentity
+from widehouse.stream.tables import QUARANTINE, QUARANTINE_SHAPE, ensure_clickhouse
 
 
 def test_tables_are_created_once_and_replayed_batches_change_nothing(settings: Settings) -> None:
     client = clickhouse.connect(settings.clickhouse)
     catalog = load_catalog(settings.schemas_dir)
-    database = clickhouse.database_name(settings.clickhouse)
-    ensure_clickhouse(client, catalog, database)
-    ensure_clickhouse(client, catalog, database)  # idempotent
+    ensure_clickhouse(client, catalog)
+    ensure_clickhouse(client, catalog)  # idempotent
     tables = {r[0] for r in client.query("SHOW TABLES").result_rows}
     assert {
         "user_hourly_partial",
@@ -34,13 +33,11 @@ def test_tables_are_created_once_and_replayed_batches_change_nothing(settings: S
             "reason": ["malformed_json", "empty_payload"], "detail": ["", ""],
             "payload": pa.array([b"{x", b""], pa.binary()), "payload_bytes": pa.array([2, 0], pa.int64()),
         }
-    )  # fmt: skip
+    ).cast(QUARANTINE_SHAPE.arrow_schema())  # fmt: skip
     batch = BatchIdentity("dedup-test", "g", 5)
-    assert insert_clickhouse(client, QUARANTINE, rows, batch) == 2
-    insert_clickhouse(client, QUARANTINE, rows, batch)  # the same batch replayed after a crash
+    assert client.insert(QUARANTINE, rows, batch.token(QUARANTINE)) == 2
+    client.insert(QUARANTINE, rows, batch.token(QUARANTINE))  # the same batch replayed after a crash
     count = "SELECT count() FROM quarantine WHERE app = 'a' AND batch_id = 5"
     assert client.query(count).result_rows == [(2,)]
-    insert_clickhouse(
-        client, QUARANTINE, rows, BatchIdentity("dedup-test", "g", 6)
-    )  # a new batch is new data
+    client.insert(QUARANTINE, rows, BatchIdentity("dedup-test", "g", 6).token(QUARANTINE))  # new data
     assert client.query(count).result_rows == [(4,)]

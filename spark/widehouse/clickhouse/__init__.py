@@ -1,8 +1,7 @@
-"""ClickHouse: the one client type Widehouse talks to, its DDL, idempotent inserts and read-back.
-
-- :mod:`widehouse.clickhouse.client` connects (a server URL, or the local service by default).
+"""ClickHouse: the one client type Widehouse talks to (:class:`ClickHouse`), all of its DDL
+(:mod:`widehouse.clickhouse.ddl`), idempotent inserts, drops and read-back.
 """
 
-from widehouse.clickhouse.client import connect, database_name, embedded_path
+from widehouse.clickhouse.client import ClickHouse, Driver, connect, database_name, embedded_path
 
-__all__ = ["connect", "database_name", "embedded_path"]
+__all__ = ["ClickHouse", "Driver", "connect", "database_name", "embedded_path"]

@@ -1,4 +1,8 @@
-"""ClickHouse DDL generated from the catalog (deterministic; the database is a parameter).
+"""ClickHouse DDL: the catalog's wide tables and the pipeline's declared shapes (deterministic; the
+database is a parameter). This module is the only place that writes ClickHouse DDL.
+
+Pipeline tables (quarantine, late events, progress, ...) are :class:`~widehouse.shape.Shape`
+objects rendered by :func:`shape_ddl`.
 
 For a wide table ``T`` (key ``K``, grain hour or day) there are four objects:
 
@@ -37,14 +41,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from widehouse.catalog.model import Catalog, WideColumn, WideTable
 from widehouse.catalog.types import CLICKHOUSE_TYPES
 from widehouse.errors import CatalogError
+from widehouse.shape import TYPES, Shape
+
+if TYPE_CHECKING:
+    from widehouse.clickhouse.client import ClickHouse
 
 DEDUP_WINDOW = 10_000
-_DATABASE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+_DATABASE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 LAST_EMPTY_MS = 0
 FIRST_EMPTY_MS = 10_413_791_999_999  # 2299-12-31 23:59:59.999 UTC, the largest DateTime64(3)
 _LAST_EMPTY_SQL = "toDateTime64(0, 3, 'UTC')"
@@ -84,7 +92,7 @@ def q(name: str) -> str:
 
 
 def _db(database: str) -> str:
-    if not _DATABASE_RE.match(database):
+    if not _DATABASE_RE.fullmatch(database):
         raise CatalogError(f"ClickHouse database name {database!r} is not a plain identifier")
     return q(database)
 
@@ -205,6 +213,26 @@ def analyst_view_ddl(table: WideTable, database: str) -> str:
     )
 
 
+def shape_ddl(shape: Shape, database: str, dedup_window: int = DEDUP_WINDOW) -> str:
+    """``CREATE TABLE IF NOT EXISTS`` of a declared shape, with a deduplication window for inserts."""
+    lines = []
+    for column in shape.columns:
+        kind = TYPES[column.kind].clickhouse
+        if column.nullable:
+            kind = f"Nullable({kind})"
+        if column.low_cardinality:
+            kind = f"LowCardinality({kind})"
+        lines.append(f"{q(column.name)} {kind}")
+    order = ", ".join(q(n) for n in shape.order_by)
+    return (
+        f"CREATE TABLE IF NOT EXISTS {_db(database)}.{q(shape.name)}\n{_columns_block(lines)}\n"
+        f"ENGINE = {shape.engine}\n"
+        f"PARTITION BY toYYYYMMDD({q(shape.partition_by)})\n"
+        f"ORDER BY ({order})\n"
+        f"SETTINGS non_replicated_deduplication_window = {int(dedup_window)}"
+    )
+
+
 def table_ddl(table: WideTable, database: str, dedup_window: int = DEDUP_WINDOW) -> list[str]:
     """Every statement for one wide table, in creation order (tables before the views over them)."""
     return [
@@ -250,7 +278,9 @@ def add_column_statement(table: WideTable, target: str, column: str, database: s
     return f"ALTER TABLE {db}.{q(target)} ADD COLUMN IF NOT EXISTS {q(column)} {spec}"
 
 
-def apply_ddl(client: Any, catalog: Catalog, database: str, dedup_window: int = DEDUP_WINDOW) -> list[str]:
+def apply_ddl(
+    client: ClickHouse, catalog: Catalog, database: str, dedup_window: int = DEDUP_WINDOW
+) -> list[str]:
     """Create or evolve every wide table's objects through a clickhouse-connect client.
 
     Idempotent: tables are created if missing, columns the catalog gained are added (at the end;
@@ -266,7 +296,8 @@ def apply_ddl(client: Any, catalog: Catalog, database: str, dedup_window: int = 
             client.command(statement)
             run.append(statement)
         for target, wanted in expected_columns(table).items():
-            present = dict(client.query(_COLUMNS_QUERY, parameters={"db": database, "t": target}).result_rows)
+            result = client.rows(_COLUMNS_QUERY, {"db": database, "t": target})
+            present: dict[str, str] = {str(r[0]): str(r[1]) for r in result}
             for column, kind in wanted.items():
                 if column not in present:
                     statement = add_column_statement(table, target, column, database)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
+from widehouse.commands.table import render
 from widehouse.settings import Settings
 
 
@@ -21,6 +23,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--users", type=int, default=5000, help="distinct users (default 5000)")
     parser.add_argument("--groups", type=int, default=2, help="slot groups to plan for (default 2)")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--result", type=Path, help="also write the demo's checks, tables and figures to this JSON file"
+    )
     parser.set_defaults(func=run)
 
 
@@ -30,4 +35,17 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     options = DemoOptions(
         rate=args.rate, seconds=args.seconds, users=args.users, seed=args.seed, groups=args.groups
     )
-    return run_demo(settings, options)
+    result = run_demo(settings, options)
+    for section in result.sections:
+        print(f"\n-- {section.title} --")
+        print(render(section.header, section.rows))
+    print("\n-- check against the generator's manifest (every key and hour / day) --")
+    print(
+        render(("check", "expected rows", "result"), [(c.name, c.expected, c.detail) for c in result.checks])
+    )
+    for note in result.notes:
+        print(f"\n{note}")
+    print(f"demo finished in {result.figures.get('seconds', 0):.0f}s: {'OK' if result.ok else 'FAILED'}")
+    if args.result:
+        result.write_json(args.result)
+    return 0 if result.ok else 1

@@ -10,9 +10,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from widehouse.errors import ConfigError
 from widehouse.settings import Settings
-from widehouse.stream.options import Fault, GroupSpec, RunOptions, groups_from_plan
+from widehouse.stream.options import Fault, GroupSpec, RunOptions, resolve_groups
 
 
 def register(subparsers: Any) -> None:
@@ -51,18 +50,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def resolve(args: argparse.Namespace, settings: Settings) -> tuple[list[GroupSpec], RunOptions]:
-    """Groups and run options from parsed arguments (errors name the bad argument)."""
-    if args.topics:
-        if args.all_groups or not args.groups or len(args.groups) != 1:
-            raise ConfigError("--topics needs exactly one --group NAME (the ad hoc group's name)")
-        groups = [GroupSpec(args.groups[0], tuple(t.strip() for t in args.topics.split(",") if t.strip()))]
-    else:
-        if not args.all_groups and not args.groups:
-            raise ConfigError("name the slot groups to run: --group NAME (repeatable) or --all-groups")
-        plan = args.plan or settings.state_dir / "plan.json"
-        if not plan.is_file():
-            raise ConfigError(f"--plan {plan}: no such file (make one with `widehouse plan`)")
-        groups = groups_from_plan(plan, None if args.all_groups else args.groups)
+    """Groups and run options from parsed arguments (the use case is the library's)."""
+    groups = resolve_groups(
+        settings.state_dir, names=args.groups, all_groups=args.all_groups, plan=args.plan, topics=args.topics
+    )
     options = RunOptions(
         available_now=args.available_now,
         duration_seconds=args.duration,

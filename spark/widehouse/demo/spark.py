@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 from widehouse.catalog import Catalog, load_catalog
 from widehouse.clickhouse.ddl import table_names
-from widehouse.commands.table import render
+from widehouse.demo.result import DemoResult, Section
 from widehouse.errors import ConfigError, WidehouseError
 from widehouse.generator.manifest import Manifest, diff_rows
 from widehouse.generator.options import GenerateOptions
@@ -40,7 +40,15 @@ from widehouse.services import ServiceManager
 from widehouse.settings import PlannerSettings, Settings
 from widehouse.stream.measure import figures
 from widehouse.stream.options import GroupSpec, RunOptions
-from widehouse.stream.tables import GROUP_ROW, LATE, PROGRESS, QUARANTINE, delta_partials, delta_side
+from widehouse.stream.tables import (
+    GROUP_ROW,
+    LATE,
+    PROGRESS,
+    QUARANTINE,
+    SIDE_SHAPES,
+    delta_partials,
+    delta_side,
+)
 
 Say = Callable[[str], None]
 ACTIVITY = ("page_views", "clicks", "searches", "live_enters", "videos_played", "messages_sent", "gifts_sent")
@@ -60,7 +68,8 @@ class DemoOptions:
     """After publishing ends, how long the streams may take to catch up."""
 
 
-def run_demo(settings: Settings, options: DemoOptions, say: Say = print) -> int:
+def run_demo(settings: Settings, options: DemoOptions, say: Say = print) -> DemoResult:
+    """Run the demo; progress lines go to ``say``, findings come back as a :class:`DemoResult`."""
     _require_local(settings)
     t_start = time.monotonic()
     say("== Widehouse demo: Pulsar -> slot-group streams -> ClickHouse + Delta ==")
@@ -105,19 +114,21 @@ def run_demo(settings: Settings, options: DemoOptions, say: Say = print) -> int:
         raise WidehouseError(f"the generator failed: {publisher.error}") from publisher.error
     manifest = publisher.manifest
     assert manifest is not None
-    ok = _report(app, catalog, manifest, say)
-    say(f"demo finished in {time.monotonic() - t_start:.0f}s")
-    _next_steps(settings, say)
-    return 0 if ok else 1
+    result = _report(app, catalog, manifest)
+    result.figures["seconds"] = round(time.monotonic() - t_start, 1)
+    result.notes.append(_next_steps(settings))
+    return result
 
 
 # -- set-up --------------------------------------------------------------------------------
 def _require_local(settings: Settings) -> None:
-    host = urlsplit(settings.pulsar.admin_url).hostname
-    if host not in {"127.0.0.1", "localhost"} or not settings.clickhouse.embedded:
+    loopback = {"127.0.0.1", "localhost", "::1"}
+    pulsar_host = urlsplit(settings.pulsar.admin_url).hostname
+    clickhouse_host = urlsplit(settings.clickhouse.dsn).hostname
+    if pulsar_host not in loopback or not (settings.clickhouse.embedded or clickhouse_host in loopback):
         raise ConfigError(
-            "the demo resets its topics and tables, so it runs only on the local defaults (Pulsar on "
-            "loopback, embedded ClickHouse); unset WIDEHOUSE_PULSAR_* / WIDEHOUSE_CLICKHOUSE_DSN"
+            "the demo resets its topics and tables, so it runs only on the local defaults (Pulsar and "
+            "ClickHouse on loopback); unset WIDEHOUSE_PULSAR_* / WIDEHOUSE_CLICKHOUSE_DSN"
         )
 
 
@@ -136,16 +147,12 @@ def _reset(settings: Settings, catalog: Catalog, demo_dir: Path, say: Say) -> No
     from widehouse import clickhouse
 
     client = clickhouse.connect(settings.clickhouse)
-    database = clickhouse.database_name(settings.clickhouse)
     for table in catalog.wide_tables:
         names = table_names(table)
-        for view in (names.view, names.merged):
-            client.command(f"DROP VIEW IF EXISTS `{database}`.`{view}`")
-        for name in (names.final, names.partial):
-            client.command(f"DROP TABLE IF EXISTS `{database}`.`{name}`")
+        client.drop([names.view, names.merged, names.final, names.partial])
         shutil.rmtree(delta_partials(settings.delta, table.name), ignore_errors=True)
-    for side in (QUARANTINE, LATE, PROGRESS):
-        client.command(f"DROP TABLE IF EXISTS `{database}`.`{side}`")
+    client.drop(SIDE_SHAPES)
+    for side in SIDE_SHAPES:
         shutil.rmtree(delta_side(settings.delta, side), ignore_errors=True)
 
 
@@ -243,31 +250,41 @@ def _watch(app: Any, publisher: _Publisher, options: DemoOptions, say: Say) -> N
 
 
 # -- the report ----------------------------------------------------------------------------
-def _report(app: Any, catalog: Catalog, manifest: Manifest, say: Say) -> bool:
+def _report(app: Any, catalog: Catalog, manifest: Manifest) -> DemoResult:
     from pyspark.sql import functions as F  # noqa: N812
 
     from widehouse.stream.spark.readback import merged_rows
 
     client = app.clickhouse()
     settings = app.settings
+    result = DemoResult()
     hourly = catalog.table("user_hourly")
     activity = [c for c in ACTIVITY if hourly.has_column(c)]
     activity_sql = " + ".join(f"`{c}`" for c in activity)
 
-    say("\n-- ClickHouse: top users by activity in the latest hour (view wh.user_hourly) --")
-    result = client.query(
+    top = client.query(
         f"SELECT uid, hour, {activity_sql} AS activity, {', '.join(activity[:4])} FROM user_hourly "
         "WHERE hour = (SELECT max(hour) FROM user_hourly) ORDER BY activity DESC, uid LIMIT 10"
     )
-    say(render(result.column_names, result.result_rows))
-
-    say("\n-- ClickHouse: events per topic per hour (wh.stream_progress) --")
-    result = client.query(
+    result.sections.append(
+        Section(
+            "ClickHouse: top users by activity in the latest hour (view wh.user_hourly)",
+            tuple(top.column_names),
+            [tuple(r) for r in top.result_rows],
+        )
+    )
+    per_topic = client.query(
         f"SELECT topic, toStartOfHour(batch_time) AS hour, sum(rows_in) AS events, sum(rows_out) AS wide, "
         f"sum(bad) AS quarantined, sum(late) AS late FROM {PROGRESS} WHERE topic != '{GROUP_ROW}' "
         "GROUP BY topic, hour ORDER BY events DESC LIMIT 12"
     )
-    say(render(result.column_names, result.result_rows))
+    result.sections.append(
+        Section(
+            "ClickHouse: events per topic per hour (wh.stream_progress)",
+            tuple(per_topic.column_names),
+            [tuple(r) for r in per_topic.result_rows],
+        )
+    )
 
     ch_rows = {
         name: {
@@ -283,8 +300,7 @@ def _report(app: Any, catalog: Catalog, manifest: Manifest, say: Say) -> bool:
         wide = catalog.table(name)
         delta_rows[name] = {(r[wide.key_name], r[wide.grain]): r.asDict() for r in frame.collect()}
 
-    say("\n-- the same totals from ClickHouse and from Delta (bronze/user_hourly_partials) --")
-    totals = []
+    totals: list[tuple[Any, ...]] = []
     for column in ("rows", *activity):
         ch_total = (
             len(ch_rows["user_hourly"])
@@ -299,55 +315,56 @@ def _report(app: Any, catalog: Catalog, manifest: Manifest, say: Say) -> bool:
         totals.append((column, ch_total, dl_total, "=" if ch_total == dl_total else "DIFFERENT"))
     quarantine_dl = spark.read.format("delta").load(delta_side(settings.delta, QUARANTINE)).count()
     late_dl = spark.read.format("delta").load(delta_side(settings.delta, LATE)).count()
-    quarantine_ch = client.query(f"SELECT count() FROM {QUARANTINE}").result_rows[0][0]
-    late_ch = client.query(f"SELECT count() FROM {LATE}").result_rows[0][0]
+    quarantine_ch = client.scalar(f"SELECT count() FROM {QUARANTINE}")
+    late_ch = client.scalar(f"SELECT count() FROM {LATE}")
     totals += [("quarantined", quarantine_ch, quarantine_dl, ""), ("late", late_ch, late_dl, "")]
-    say(render(("total", "clickhouse", "delta", ""), totals))
+    result.sections.append(
+        Section(
+            "the same totals from ClickHouse and from Delta (bronze/user_hourly_partials)",
+            ("total", "clickhouse", "delta", ""),
+            totals,
+        )
+    )
 
-    say("\n-- check against the generator's manifest (every key and hour / day) --")
-    ok = True
     expected_counts = manifest.counts()
-    checks: list[tuple[str, object, str]] = []
     for name in ("user_hourly", "user_daily"):
         for sink, rows in (("clickhouse", ch_rows[name]), ("delta", delta_rows[name])):
             problems = diff_rows(manifest.expected_rows(name), rows)
-            ok &= not problems
-            checks.append(
-                (
-                    f"{sink} {name}",
-                    len(manifest.expected_rows(name)),
-                    "exact match" if not problems else f"{len(problems)} differences, e.g. {problems[0]}",
-                )
-            )
+            detail = "" if not problems else f"{len(problems)} differences, e.g. {problems[0]}"
+            result.check(f"{sink} {name}", len(manifest.expected_rows(name)), not problems, detail)
     for label, got, want in (
         ("clickhouse quarantine", quarantine_ch, expected_counts.quarantined),
         ("delta quarantine", quarantine_dl, expected_counts.quarantined),
         ("clickhouse late events", late_ch, expected_counts.late),
         ("delta late events", late_dl, expected_counts.late),
     ):
-        ok &= got == want
-        checks.append((label, want, "exact match" if got == want else f"got {got}"))
+        result.check(label, want, got == want, "" if got == want else f"got {got}")
     if not manifest.exact:
-        checks.append(
-            ("note", "", "publishing fell behind schedule; the manifest's timing margins did not hold")
-        )
-    say(render(("check", "expected rows", "result"), checks))
+        result.notes.append("publishing fell behind schedule; the manifest's timing margins did not hold")
 
     progress = spark.read.format("delta").load(delta_side(settings.delta, PROGRESS))
     batches = progress.where(F.col("topic") == GROUP_ROW).collect()
     topic_rows = progress.where(F.col("topic") != GROUP_ROW).collect()
-    _throughput(batches, topic_rows, say)
-    return ok
+    _throughput(batches, topic_rows, result)
+    return result
 
 
-def _throughput(batches: list[Any], topic_rows: list[Any], say: Say) -> None:
+def _throughput(batches: list[Any], topic_rows: list[Any], result: DemoResult) -> None:
     run = figures([b.asDict() for b in batches], [r.asDict() for r in topic_rows])
     if not run.messages:
-        say("no batch carried data")
+        result.notes.append("no batch carried data")
         return
-    say("\n-- measured --")
-    say(
-        render(
+    result.figures |= {
+        "messages": run.messages,
+        "batches": run.batches,
+        "wall_rate": round(run.wall_rate, 1),
+        "batch_rate": round(run.batch_rate, 1),
+        "freshness_p50": round(run.freshness_p50, 2),
+        "freshness_p95": round(run.freshness_p95, 2),
+    }
+    result.sections.append(
+        Section(
+            "measured",
             ("measure", "value"),
             [
                 ("messages processed", f"{run.messages:,}"),
@@ -361,9 +378,9 @@ def _throughput(batches: list[Any], topic_rows: list[Any], say: Say) -> None:
     )
 
 
-def _next_steps(settings: Settings, say: Say) -> None:
-    say(
-        "\nQuery further:\n"
+def _next_steps(settings: Settings) -> str:
+    return (
+        "Query further:\n"
         '  .venv/bin/widehouse sql "SELECT * FROM user_hourly ORDER BY hour DESC LIMIT 10"\n'
         '  .venv/bin/widehouse sql "SELECT reason, count() FROM quarantine GROUP BY reason"\n'
         f"  Delta: spark.read.format('delta').load('{delta_partials(settings.delta, 'user_hourly')}')\n"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from widehouse.errors import ConfigError
+from widehouse.errors import ConfigError, WidehouseError
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,10 @@ class RunOptions:
 
 
 FAULT_POINTS = ("before-sinks", "clickhouse-insert", "after-clickhouse", "after-delta", "after-sinks")
+
+
+class FaultInjected(WidehouseError):  # noqa: N818 - reads as what happened
+    """Raised by a deliberately injected failure (tests of the exactly-once guarantees)."""
 
 
 @dataclass(frozen=True)
@@ -60,3 +64,29 @@ def groups_from_plan(plan_path: Path, names: list[str] | None) -> list[GroupSpec
     plan = load_plan(plan_path)
     chosen = [plan.group(n) for n in names] if names else list(plan.groups)
     return [GroupSpec(g.name, tuple(g.topics)) for g in chosen]
+
+
+def resolve_groups(
+    state_dir: Path,
+    *,
+    names: list[str] | None,
+    all_groups: bool = False,
+    plan: Path | None = None,
+    topics: str | None = None,
+) -> list[GroupSpec]:
+    """The slot groups a run asks for (errors name the bad argument).
+
+    ``topics`` (comma-separated) makes an ad hoc group named by the single entry of ``names``;
+    otherwise the groups come from the plan (``<state>/plan.json`` by default): the named ones, or
+    every group with ``all_groups``.
+    """
+    if topics:
+        if all_groups or not names or len(names) != 1:
+            raise ConfigError("--topics needs exactly one --group NAME (the ad hoc group's name)")
+        return [GroupSpec(names[0], tuple(t.strip() for t in topics.split(",") if t.strip()))]
+    if not all_groups and not names:
+        raise ConfigError("name the slot groups to run: --group NAME (repeatable) or --all-groups")
+    plan_path = plan or state_dir / "plan.json"
+    if not plan_path.is_file():
+        raise ConfigError(f"--plan {plan_path}: no such file (make one with `widehouse plan`)")
+    return groups_from_plan(plan_path, None if all_groups else names)

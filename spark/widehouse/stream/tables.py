@@ -1,16 +1,18 @@
-"""The streaming job's side tables (quarantine, late events, progress) and where every table lives.
+"""The streaming job's side tables (quarantine, late events, progress), declared once, and where
+every table the stream writes lives.
 
 Wide tables are described by the catalog (:mod:`widehouse.clickhouse.ddl` for ClickHouse,
-:mod:`widehouse.catalog.schema` for Delta); this module adds the three tables every slot group also
-writes, and the Delta paths of all of them:
+:mod:`widehouse.catalog.schema` for Delta); the side tables are :class:`~widehouse.shape.Shape`
+objects below, rendered to ClickHouse DDL, a Delta schema and an Arrow schema from this one
+declaration:
 
 ==================  ================================  ===========================================
 what                ClickHouse (database ``wh``)      Delta (under WIDEHOUSE_DELTA_ROOT)
 ==================  ================================  ===========================================
 partial wide rows   ``<table>_partial``               ``bronze/<table>_partials`` (by date, hour)
 quarantine          ``quarantine``                    ``bronze/quarantine`` (by publish date)
-late events         ``late_events``                   ``bronze/late_events`` (by publish date)
-progress            ``stream_progress``               ``bronze/stream_progress`` (by date)
+late events         ``late_events``                   ``bronze/late_events`` (by event date)
+progress            ``stream_progress``               ``bronze/stream_progress`` (by batch date)
 ==================  ================================  ===========================================
 
 Every table carries the app, group and batch id of the micro-batch that wrote it, so a row can be
@@ -19,11 +21,14 @@ traced to its batch, and replays are recognisable.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from widehouse.catalog import Catalog
-from widehouse.clickhouse.ddl import DEDUP_WINDOW, apply_ddl, q
 from widehouse.settings import DeltaSettings
+from widehouse.shape import Col, Shape
+
+if TYPE_CHECKING:
+    from widehouse.catalog import Catalog
+    from widehouse.clickhouse import ClickHouse
 
 QUARANTINE = "quarantine"
 LATE = "late_events"
@@ -31,79 +36,76 @@ PROGRESS = "stream_progress"
 GROUP_ROW = "*"
 """The ``topic`` of a progress row that describes the whole group (totals and the watermark)."""
 
-
-def side_table_ddl(database: str, dedup_window: int = DEDUP_WINDOW) -> list[str]:
-    """ClickHouse DDL of the quarantine, late-event and progress tables (idempotent)."""
-    db = q(database)
-    settings = f"SETTINGS non_replicated_deduplication_window = {dedup_window}"
-    return [
-        f"""CREATE TABLE IF NOT EXISTS {db}.{q(QUARANTINE)}
-(
-    `app` LowCardinality(String),
-    `group` LowCardinality(String),
-    `batch_id` UInt64,
-    `topic` LowCardinality(String),
-    `message_id` String,
-    `publish_time` DateTime64(3, 'UTC'),
-    `reason` LowCardinality(String),
-    `detail` String,
-    `payload` String,
-    `payload_bytes` UInt64
+_BATCH = (
+    Col("app", "string", low_cardinality=True),
+    Col("group", "string", low_cardinality=True),
+    Col("batch_id", "uint64"),
+    Col("topic", "string", low_cardinality=True),
 )
-ENGINE = MergeTree
-PARTITION BY toYYYYMMDD(`publish_time`)
-ORDER BY (`topic`, `publish_time`, `message_id`)
-{settings}""",
-        f"""CREATE TABLE IF NOT EXISTS {db}.{q(LATE)}
-(
-    `app` LowCardinality(String),
-    `group` LowCardinality(String),
-    `batch_id` UInt64,
-    `topic` LowCardinality(String),
-    `message_id` String,
-    `publish_time` DateTime64(3, 'UTC'),
-    `event_time` DateTime64(3, 'UTC'),
-    `key` String,
-    `payload` String,
-    `payload_bytes` UInt64
+
+QUARANTINE_SHAPE = Shape(
+    QUARANTINE,
+    (
+        *_BATCH,
+        Col("message_id", "string"),
+        Col("publish_time", "timestamp"),
+        Col("reason", "string", low_cardinality=True),
+        Col("detail", "string"),
+        Col("payload", "binary"),
+        Col("payload_bytes", "uint64"),
+    ),
+    partition_by="publish_time",
+    order_by=("topic", "publish_time", "message_id"),
+    delta_indexed=6,
 )
-ENGINE = MergeTree
-PARTITION BY toYYYYMMDD(`event_time`)
-ORDER BY (`topic`, `event_time`, `message_id`)
-{settings}""",
-        f"""CREATE TABLE IF NOT EXISTS {db}.{q(PROGRESS)}
-(
-    `app` LowCardinality(String),
-    `group` LowCardinality(String),
-    `batch_id` UInt64,
-    `topic` LowCardinality(String),
-    `rows_in` UInt64,
-    `rows_out` UInt64,
-    `bad` UInt64,
-    `late` UInt64,
-    `lag` UInt64,
-    `max_event_time` Nullable(DateTime64(3, 'UTC')),
-    `min_publish_time` Nullable(DateTime64(3, 'UTC')),
-    `max_publish_time` Nullable(DateTime64(3, 'UTC')),
-    `batch_time` DateTime64(3, 'UTC'),
-    `committed_at` DateTime64(3, 'UTC'),
-    `duration_ms` UInt64,
-    `watermark` DateTime64(3, 'UTC')
+
+LATE_SHAPE = Shape(
+    LATE,
+    (
+        *_BATCH,
+        Col("message_id", "string"),
+        Col("publish_time", "timestamp"),
+        Col("event_time", "timestamp"),
+        Col("key", "string"),
+        Col("payload", "binary"),
+        Col("payload_bytes", "uint64"),
+    ),
+    partition_by="event_time",
+    order_by=("topic", "event_time", "message_id"),
+    delta_indexed=6,
 )
-ENGINE = ReplacingMergeTree(`committed_at`)
-PARTITION BY toYYYYMMDD(`batch_time`)
-ORDER BY (`app`, `group`, `batch_id`, `topic`)
-{settings}""",
-    ]
+
+PROGRESS_SHAPE = Shape(
+    PROGRESS,
+    (
+        *_BATCH,
+        Col("rows_in", "uint64"),
+        Col("rows_out", "uint64"),
+        Col("bad", "uint64"),
+        Col("late", "uint64"),
+        Col("lag", "uint64"),
+        Col("max_event_time", "timestamp", nullable=True),
+        Col("min_publish_time", "timestamp", nullable=True),
+        Col("max_publish_time", "timestamp", nullable=True),
+        Col("batch_time", "timestamp"),
+        Col("committed_at", "timestamp"),
+        Col("duration_ms", "uint64"),
+        Col("watermark", "timestamp"),
+    ),
+    partition_by="batch_time",
+    order_by=("app", "group", "batch_id", "topic"),
+    engine="ReplacingMergeTree(`committed_at`)",
+    delta_indexed=4,
+)
+
+SIDE_SHAPES: dict[str, Shape] = {s.name: s for s in (QUARANTINE_SHAPE, LATE_SHAPE, PROGRESS_SHAPE)}
+"""Every side table of the stream, by name."""
 
 
-def ensure_clickhouse(client: Any, catalog: Catalog, database: str) -> list[str]:
+def ensure_clickhouse(client: ClickHouse, catalog: Catalog) -> list[str]:
     """Create or migrate every ClickHouse object the stream writes: the catalog's wide tables (new
     catalog columns are added in place) and the side tables. Returns the statements run."""
-    applied = apply_ddl(client, catalog, database)
-    for statement in side_table_ddl(database):
-        client.command(statement)
-    return [*applied, *side_table_ddl(database)]
+    return [*client.ensure_wide_tables(catalog), *client.ensure_shapes(SIDE_SHAPES.values())]
 
 
 def delta_partials(delta: DeltaSettings, table: str) -> str:

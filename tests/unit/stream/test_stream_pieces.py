@@ -15,8 +15,7 @@ from widehouse.errors import ConfigError
 from widehouse.settings import load_settings
 from widehouse.stream.merge import TopicStats
 from widehouse.stream.options import Fault
-from widehouse.stream.spark.batch import PUBLISH_ALLOWANCE_MS, progress_rows
-from widehouse.stream.spark.sinks import BatchIdentity
+from widehouse.stream.progress import PUBLISH_ALLOWANCE_MS, BatchIdentity, progress_rows
 from widehouse.stream.tables import GROUP_ROW
 
 T0 = 1_763_683_200_000  # 2025-11-21T00:00:00Z

@@ -12,16 +12,11 @@
    late tables; Delta partials, quarantine and late tables; then the progress rows (per topic:
    rows in/out, bad, late, lag, max event time, publish-time range; per group: the watermark).
 
-The group's **watermark** is a publish-time frontier: every message published before it has been
-written. A topic with no lag after the batch is caught up to the batch's planning time (minus a
-small allowance for producer clocks and batching); a topic with lag only to the newest message this
-batch read. The group's watermark is the minimum over its topics; the hourly job waits for it to
-pass an hour's end plus the lateness (an event of that hour published later is late by definition).
+Progress rows and the group's watermark are computed by :mod:`widehouse.stream.progress`.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 import logging
 import os
@@ -34,22 +29,20 @@ from typing import TYPE_CHECKING, Any
 
 from widehouse.catalog import Catalog
 from widehouse.stream import merge
-from widehouse.stream.merge import TopicStats
-from widehouse.stream.tables import GROUP_ROW, LATE, PROGRESS, QUARANTINE, delta_partials, delta_side
+from widehouse.stream.tables import LATE, PROGRESS, PROGRESS_SHAPE, QUARANTINE, delta_partials, delta_side
 from widehouse.stream.transform import KIND_LATE, KIND_QUARANTINE, TransformPlan, output_schema, transform
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from widehouse.clickhouse import ClickHouse
     from widehouse.settings import DeltaSettings
 
 from widehouse.stream.options import Fault
-from widehouse.stream.spark.sinks import BatchIdentity, append_delta, insert_clickhouse
+from widehouse.stream.progress import BatchIdentity, progress_rows
+from widehouse.stream.spark.sinks import append_delta
 
 log = logging.getLogger("widehouse.stream")
-
-PUBLISH_ALLOWANCE_MS = 10_000
-"""Producer clocks and client-side batching: a message stamped before T may reach the broker after."""
 
 
 @dataclass(frozen=True)
@@ -73,7 +66,7 @@ class BatchWriter:
     checkpoint: str
     sinks: tuple[str, ...]
     delta: DeltaSettings
-    clickhouse: Callable[[], Any]
+    clickhouse: Callable[[], ClickHouse]
     """Returns the process's ClickHouse client (created lazily, on the driver)."""
     faults: tuple[Fault, ...] = ()
     plan: TransformPlan = field(init=False)
@@ -99,7 +92,7 @@ class BatchWriter:
 
     def _raise_at(self, point: str, batch_id: int) -> None:
         if self._fault(point, batch_id) is not None:
-            from widehouse.stream.spark.sinks import FaultInjected
+            from widehouse.stream.options import FaultInjected
 
             raise FaultInjected(f"injected failure at {point} of batch {batch_id}")
 
@@ -171,11 +164,12 @@ class BatchWriter:
 
         client = self.clickhouse()
         for number, (name, data) in enumerate(outputs.partials.items()):
-            insert_clickhouse(client, table_names(self.catalog.table(name)).partial, data, identity)
+            partial = table_names(self.catalog.table(name)).partial
+            client.insert(partial, data, identity.token(partial))
             if number == 0:
                 self._raise_at("clickhouse-insert", identity.batch_id)  # a failure mid-batch
-        insert_clickhouse(client, QUARANTINE, outputs.quarantine, identity)
-        insert_clickhouse(client, LATE, outputs.late, identity)
+        for side, data in ((QUARANTINE, outputs.quarantine), (LATE, outputs.late)):
+            client.insert(side, data, identity.token(side))
 
     def _write_delta(self, outputs: BatchOutputs, identity: BatchIdentity) -> None:
         """Every Delta table of the batch, written concurrently (each commit is mostly waiting)."""
@@ -221,9 +215,9 @@ class BatchWriter:
     def _write_progress(self, rows: list[dict[str, Any]], identity: BatchIdentity) -> None:
         import pyarrow as pa
 
-        table = pa.Table.from_pylist(rows, schema=PROGRESS_SCHEMA)
+        table = pa.Table.from_pylist(rows, schema=PROGRESS_SHAPE.arrow_schema())
         if "clickhouse" in self.sinks:
-            insert_clickhouse(self.clickhouse(), PROGRESS, table, identity)
+            self.clickhouse().insert(PROGRESS, table, identity.token(PROGRESS))
         if "delta" in self.sinks:
             from pyspark.sql import functions as F  # noqa: N812
 
@@ -248,115 +242,3 @@ class _Clock:
 
     def __str__(self) -> str:
         return ", ".join(f"{name} {seconds:.1f}s" for name, seconds in self.laps)
-
-
-def _progress_schema() -> Any:
-    import pyarrow as pa
-
-    ts = pa.timestamp("us", tz="UTC")
-    return pa.schema(
-        [
-            ("app", pa.string()),
-            ("group", pa.string()),
-            ("batch_id", pa.int64()),
-            ("topic", pa.string()),
-            ("rows_in", pa.int64()),
-            ("rows_out", pa.int64()),
-            ("bad", pa.int64()),
-            ("late", pa.int64()),
-            ("lag", pa.int64()),
-            ("max_event_time", ts),
-            ("min_publish_time", ts),
-            ("max_publish_time", ts),
-            ("batch_time", ts),
-            ("committed_at", ts),
-            ("duration_ms", pa.int64()),
-            ("watermark", ts),
-        ]
-    )
-
-
-PROGRESS_SCHEMA = _progress_schema()
-
-
-def progress_rows(
-    identity: BatchIdentity,
-    stats: dict[str, TopicStats],
-    metrics: list[Any],
-    planned_ms: int,
-    started: float,
-) -> list[dict[str, Any]]:
-    """Progress rows: one per topic that had data or lag, then the group row (topic ``*``)."""
-    utc = dt.UTC
-    now = dt.datetime.now(utc)
-    batch_time = dt.datetime.fromtimestamp(planned_ms / 1000, utc)
-    lag_of = {m.topic: m.lag for m in metrics}
-    rows_of = {m.topic: m.rows for m in metrics}
-    topics = sorted(set(lag_of) | set(stats))
-    rows: list[dict[str, Any]] = []
-    frontiers: list[dt.datetime] = []
-    caught_up = batch_time - dt.timedelta(milliseconds=PUBLISH_ALLOWANCE_MS)
-
-    def at(ms: int | None) -> dt.datetime | None:
-        return None if ms is None else dt.datetime.fromtimestamp(ms / 1000, utc)
-
-    for topic in topics:
-        s = stats.get(topic)
-        lag = int(lag_of.get(topic, 0))
-        max_publish = at(s.max_publish_ms) if s else None
-        frontier = caught_up if lag == 0 else (max_publish or dt.datetime.fromtimestamp(0, utc))
-        frontiers.append(min(frontier, caught_up))
-        if not s and lag == 0:
-            continue
-        rows.append(
-            {
-                "app": identity.app,
-                "group": identity.group,
-                "batch_id": identity.batch_id,
-                "topic": topic,
-                "rows_in": s.rows_in if s else int(rows_of.get(topic, 0)),
-                "rows_out": s.good if s else 0,
-                "bad": s.bad if s else 0,
-                "late": s.late if s else 0,
-                "lag": lag,
-                "max_event_time": at(s.max_event_ms) if s else None,
-                "min_publish_time": at(s.min_publish_ms) if s else None,
-                "max_publish_time": max_publish,
-                "batch_time": batch_time,
-                "committed_at": now,
-                "duration_ms": int((time.time() - started) * 1000),
-                "watermark": None,
-            }
-        )
-    watermark = min(frontiers) if frontiers else caught_up
-    for row in rows:
-        row["watermark"] = watermark
-
-    def total(name: str) -> int:
-        return sum(int(r[name]) for r in rows)
-
-    rows.append(
-        {
-            "app": identity.app,
-            "group": identity.group,
-            "batch_id": identity.batch_id,
-            "topic": GROUP_ROW,
-            "rows_in": total("rows_in"),
-            "rows_out": total("rows_out"),
-            "bad": total("bad"),
-            "late": total("late"),
-            "lag": sum(int(v) for v in lag_of.values()),
-            "max_event_time": max((r["max_event_time"] for r in rows if r["max_event_time"]), default=None),
-            "min_publish_time": min(
-                (r["min_publish_time"] for r in rows if r["min_publish_time"]), default=None
-            ),
-            "max_publish_time": max(
-                (r["max_publish_time"] for r in rows if r["max_publish_time"]), default=None
-            ),
-            "batch_time": batch_time,
-            "committed_at": now,
-            "duration_ms": int((time.time() - started) * 1000),
-            "watermark": watermark,
-        }
-    )
-    return rows

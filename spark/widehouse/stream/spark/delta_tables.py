@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from widehouse.catalog import Catalog
 from widehouse.catalog.spark import partial_schema
 from widehouse.settings import DeltaSettings
-from widehouse.stream.tables import LATE, PROGRESS, QUARANTINE, delta_partials, delta_side
+from widehouse.stream.tables import SIDE_SHAPES, delta_partials, delta_side
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -21,44 +21,28 @@ if TYPE_CHECKING:
 PARTIAL_META = "wh_group string, wh_batch_id bigint, wh_date date, wh_hour int"
 # Delta collects min/max statistics of the first N columns of every file it writes; for these
 # write-heavy, append-only tables only the leading key / time columns are worth it (all 60+
-# columns cost ~0.4 s per micro-batch commit on a 2-core box).
-INDEXED_COLUMNS = {"partial": 2, QUARANTINE: 6, LATE: 6, PROGRESS: 4}
-SIDE_SCHEMAS: dict[str, tuple[str, list[str]]] = {
-    QUARANTINE: (
-        "app string, group string, batch_id bigint, topic string, message_id string, publish_time timestamp, "
-        "reason string, detail string, payload binary, payload_bytes bigint, wh_date date",
-        ["wh_date"],
-    ),
-    LATE: (
-        "app string, group string, batch_id bigint, topic string, message_id string, publish_time timestamp, "
-        "event_time timestamp, key string, payload binary, payload_bytes bigint, wh_date date",
-        ["wh_date"],
-    ),
-    PROGRESS: (
-        "app string, group string, batch_id bigint, topic string, rows_in bigint, rows_out bigint, "
-        "bad bigint, late bigint, lag bigint, max_event_time timestamp, min_publish_time timestamp, "
-        "max_publish_time timestamp, batch_time timestamp, committed_at timestamp, duration_ms bigint, "
-        "watermark timestamp, wh_date date",
-        ["wh_date"],
-    ),
-}
+# columns cost ~0.4 s per micro-batch commit on a 2-core box). Side tables declare theirs in their shape.
+PARTIAL_INDEXED_COLUMNS = 2
+
+
+def _struct(ddl: str) -> StructType:
+    from pyspark.sql.types import DataType, StructType
+
+    parsed = DataType.fromDDL(ddl)
+    assert isinstance(parsed, StructType)
+    return parsed
 
 
 def partial_table_schema(catalog: Catalog, table: str) -> StructType:
-    from pyspark.sql.types import StructType, _parse_datatype_string
+    from pyspark.sql.types import StructType
 
     base = partial_schema(catalog.table(table))
-    meta = _parse_datatype_string(PARTIAL_META)
-    assert isinstance(meta, StructType)
-    return StructType([*base.fields, *meta.fields])
+    return StructType([*base.fields, *_struct(PARTIAL_META).fields])
 
 
 def side_table_schema(name: str) -> StructType:
-    from pyspark.sql.types import StructType, _parse_datatype_string
-
-    parsed = _parse_datatype_string(SIDE_SCHEMAS[name][0])
-    assert isinstance(parsed, StructType)
-    return parsed
+    """The Delta schema of a side table, from its declared shape (plus the ``wh_date`` partition)."""
+    return _struct(SIDE_SHAPES[name].spark_ddl())
 
 
 def ensure_delta(
@@ -73,13 +57,13 @@ def ensure_delta(
             delta_partials(delta, t),
             partial_table_schema(catalog, t),
             ["wh_date", "wh_hour"],
-            INDEXED_COLUMNS["partial"],
+            PARTIAL_INDEXED_COLUMNS,
         )
         for t in tables
     ]
     targets += [
-        (delta_side(delta, n), side_table_schema(n), SIDE_SCHEMAS[n][1], INDEXED_COLUMNS[n])
-        for n in SIDE_SCHEMAS
+        (delta_side(delta, s.name), side_table_schema(s.name), [s.DELTA_PARTITION], s.delta_indexed)
+        for s in SIDE_SHAPES.values()
     ]
     for path, schema, partitions, indexed in targets:
         table = (

@@ -27,7 +27,6 @@ from widehouse.errors import ConfigError
 from widehouse.settings import Settings
 from widehouse.stream.options import GroupSpec, RunOptions
 from widehouse.stream.spark.batch import BatchWriter
-from widehouse.stream.spark.sinks import SerializedClient
 from widehouse.stream.tables import ensure_clickhouse
 
 log = logging.getLogger("widehouse.stream")
@@ -51,7 +50,7 @@ class StreamApp:
         suffix = settings.stream.tenant_suffix
         self.catalog: Catalog = catalog.relocated(suffix) if suffix else catalog
         self._spark = spark
-        self._client: Any = None
+        self._client: clickhouse.ClickHouse | None = None
         self._client_lock = threading.Lock()
         self._stop = threading.Event()
         self.queries: dict[str, Any] = {}
@@ -72,13 +71,13 @@ class StreamApp:
             self._spark = build_session(self.settings, f"widehouse-stream-{label}")
         return self._spark
 
-    def clickhouse(self) -> Any:
+    def clickhouse(self) -> clickhouse.ClickHouse:
         """The process's ClickHouse client, shared by every group's batches (calls are serialized)."""
         with self._client_lock:
             if self._client is None:
                 client = clickhouse.connect(self.settings.clickhouse)
-                ensure_clickhouse(client, self.catalog, clickhouse.database_name(self.settings.clickhouse))
-                self._client = SerializedClient(client)
+                ensure_clickhouse(client, self.catalog)
+                self._client = client
             return self._client
 
     # -- queries -----------------------------------------------------------------------------
