@@ -13,8 +13,6 @@ import os
 import sys
 import threading
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +22,8 @@ import pytest
 # spark.pyspark.python setting): point it at this interpreter before the session's JVM starts.
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
-from widehouse.errors import PulsarError
-from widehouse.pulsar import client as pulsar_client
+from tests.integration.pulsar_support import publish
 from widehouse.pulsar.admin import PulsarAdmin
-from widehouse.pulsar.topics import TopicName
 from widehouse.settings import Settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
@@ -39,53 +35,6 @@ def source(spark: Any, services: Settings) -> Any:
 
     register(spark)
     return spark
-
-
-@pytest.fixture
-def ns(services: Settings) -> Iterator[str]:
-    namespace = f"widehouse-it/pss-{uuid.uuid4().hex[:8]}"
-    with PulsarAdmin(services.pulsar) as admin:
-        admin.ensure_namespace(namespace)
-        yield namespace
-        try:
-            for topic in admin.list_partitioned_topics(namespace):
-                admin.delete_topic(topic, force=True)
-            for topic in admin.list_topics(namespace):
-                path = TopicName.parse(topic).rest_path
-                admin.request("DELETE", path, params={"force": "true"}, ok=(200, 204, 404))
-            admin.request("DELETE", f"namespaces/{namespace}", ok=(200, 204, 404, 409))
-        except PulsarError:
-            pass  # best effort
-
-
-@pytest.fixture(scope="module")
-def client(services: Settings) -> Iterator[Any]:
-    c = pulsar_client.connect(services.pulsar)
-    yield c
-    c.close()
-
-
-def publish(client: Any, topic: str, n: int, batch: int = 0, tag: str = "") -> list[str]:
-    kwargs: dict[str, Any] = {"batching_enabled": False}
-    if batch:
-        kwargs = {
-            "batching_enabled": True,
-            "batching_max_messages": batch,
-            "batching_max_publish_delay_ms": 50,
-        }
-    producer = client.create_producer(topic, **kwargs)
-    payloads = [f"{topic}#{tag}{i}" for i in range(n)]
-    for i, payload in enumerate(payloads):
-        producer.send_async(
-            payload.encode(),
-            None,
-            partition_key=f"k{i % 13}",
-            properties={"n": str(i)},
-            event_timestamp=1000 + i,
-        )
-    producer.flush()
-    producer.close()
-    return payloads
 
 
 def options(services: Settings, **extra: Any) -> dict[str, str]:

@@ -8,18 +8,14 @@ subscriptions of dead apps.
 from __future__ import annotations
 
 import time
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from tests.integration.pulsar_support import publish
 from widehouse.cli import main as cli_main
-from widehouse.errors import PulsarError
-from widehouse.pulsar import client as pulsar_client
 from widehouse.pulsar.admin import PulsarAdmin
 from widehouse.pulsar.positions import Mark, Position, TopicPartition
-from widehouse.pulsar.topics import TopicName
 from widehouse.settings import Settings
 from widehouse.source.broker import BrokerView, DataLossError, TopicSelector
 from widehouse.source.cleanup import cleanup
@@ -30,54 +26,6 @@ from widehouse.source.reader import read_task
 from widehouse.source.subscriptions import PROP_APP, PROP_HEARTBEAT, SubscriptionKeeper
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def ns(services: Settings) -> Iterator[str]:
-    namespace = f"widehouse-it/ps-{uuid.uuid4().hex[:8]}"
-    with PulsarAdmin(services.pulsar) as admin:
-        admin.ensure_namespace(namespace)
-        yield namespace
-        drop_namespace(admin, namespace)
-
-
-def drop_namespace(admin: PulsarAdmin, namespace: str) -> None:
-    """Best-effort removal of a test namespace and its topics (the broker forbids forced deletes)."""
-    try:
-        for topic in admin.list_partitioned_topics(namespace):
-            admin.delete_topic(topic, force=True)
-        for topic in admin.list_topics(namespace):
-            admin.request(
-                "DELETE", TopicName.parse(topic).rest_path, params={"force": "true"}, ok=(200, 204, 404)
-            )
-        admin.request("DELETE", f"namespaces/{namespace}", ok=(200, 204, 404, 409))
-    except PulsarError:
-        pass  # a consumer reconnecting in the background may recreate a topic: leave the rest
-
-
-@pytest.fixture
-def client(services: Settings) -> Iterator[Any]:
-    c = pulsar_client.connect(services.pulsar)
-    yield c
-    c.close()
-
-
-def publish(client: Any, topic: str, n: int, batch: int = 0, tag: str = "") -> list[str]:
-    """Send ``n`` distinct payloads (batched ``batch`` at a time when > 0); returns the payloads."""
-    kwargs: dict[str, Any] = {"batching_enabled": False}
-    if batch:
-        kwargs = {
-            "batching_enabled": True,
-            "batching_max_messages": batch,
-            "batching_max_publish_delay_ms": 50,
-        }
-    producer = client.create_producer(topic, **kwargs)
-    payloads = [f"{topic}#{tag}{i}" for i in range(n)]
-    for i, payload in enumerate(payloads):
-        producer.send_async(payload.encode(), None, partition_key=f"k{i}")
-    producer.flush()
-    producer.close()
-    return payloads
 
 
 def all_message_ids(client: Any, topic: str) -> list[tuple[int, int, int]]:

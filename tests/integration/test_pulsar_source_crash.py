@@ -15,8 +15,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +22,9 @@ import pytest
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
-from widehouse.errors import PulsarError
+from tests.integration.pulsar_support import publish
 from widehouse.pulsar import client as pulsar_client
 from widehouse.pulsar.admin import PulsarAdmin
-from widehouse.pulsar.topics import TopicName
 from widehouse.settings import Settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
@@ -63,35 +60,6 @@ def run_app(
     query.awaitTermination()
 
 
-@pytest.fixture
-def ns(services: Settings) -> Iterator[str]:
-    namespace = f"widehouse-it/psc-{uuid.uuid4().hex[:8]}"
-    with PulsarAdmin(services.pulsar) as admin:
-        admin.ensure_namespace(namespace)
-        yield namespace
-        try:
-            for topic in admin.list_partitioned_topics(namespace):
-                admin.delete_topic(topic, force=True)
-            for topic in admin.list_topics(namespace):
-                path = TopicName.parse(topic).rest_path
-                admin.request("DELETE", path, params={"force": "true"}, ok=(200, 204, 404))
-            admin.request("DELETE", f"namespaces/{namespace}", ok=(200, 204, 404, 409))
-        except PulsarError:
-            pass
-
-
-def publish(client: Any, topic: str, n: int, tag: str) -> list[str]:
-    producer = client.create_producer(
-        topic, batching_enabled=True, batching_max_messages=25, batching_max_publish_delay_ms=20
-    )
-    payloads = [f"{topic}#{tag}{i}" for i in range(n)]
-    for i, payload in enumerate(payloads):
-        producer.send_async(payload.encode(), None, partition_key=str(i))
-    producer.flush()
-    producer.close()
-    return payloads
-
-
 def test_kill_mid_batch_and_restart_loses_and_doubles_nothing(
     spark: Any, services: Settings, ns: str, tmp_path: Path
 ) -> None:
@@ -102,7 +70,7 @@ def test_kill_mid_batch_and_restart_loses_and_doubles_nothing(
     try:
         with PulsarAdmin(services.pulsar) as admin:
             admin.ensure_partitions(orders, 2)
-        sent = publish(client, orders, 1000, "a") + publish(client, clicks, 500, "a")
+        sent = publish(client, orders, 1000, 25, "a") + publish(client, clicks, 500, 25, "a")
         options = source_options(
             services.pulsar,
             [orders, clicks],
@@ -134,7 +102,9 @@ def test_kill_mid_batch_and_restart_loses_and_doubles_nothing(
         written_before_kill = json.loads(marker.read_text())
         assert len(written_before_kill) == 300
 
-        sent += publish(client, orders, 120, "b") + publish(client, clicks, 80, "b")  # while it is down
+        sent += publish(client, orders, 120, 25, "b") + publish(
+            client, clicks, 80, 25, "b"
+        )  # while it is down
         marker.unlink()
         run_app(spark, options, str(checkpoint), str(out), hold_batch=KILL_BATCH, hold_s=0)
 

@@ -1,0 +1,52 @@
+"""Helpers shared by the integration tests that talk to the real Pulsar broker."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from widehouse.errors import PulsarError
+from widehouse.pulsar import PulsarAdmin, TopicName
+
+
+def publish(
+    client: Any, topic: str, n: int, batch: int = 0, tag: str = "", keys: int | None = None
+) -> list[str]:
+    """Send ``n`` distinct payloads ``<topic>#<tag><i>``; returns them in order.
+
+    ``batch`` > 0 batches that many messages per entry; message ``i`` has key ``k<i>`` (or
+    ``k<i % keys>``), property ``n = i`` and event time ``1000 + i`` ms.
+    """
+    kwargs: dict[str, Any] = {"batching_enabled": False}
+    if batch:
+        kwargs = {
+            "batching_enabled": True,
+            "batching_max_messages": batch,
+            "batching_max_publish_delay_ms": 50,
+        }
+    producer = client.create_producer(topic, **kwargs)
+    payloads = [f"{topic}#{tag}{i}" for i in range(n)]
+    for i, payload in enumerate(payloads):
+        producer.send_async(
+            payload.encode(),
+            None,
+            partition_key=f"k{i % keys}" if keys else f"k{i}",
+            properties={"n": str(i)},
+            event_timestamp=1000 + i,
+        )
+    producer.flush()
+    producer.close()
+    return payloads
+
+
+def drop_namespace(admin: PulsarAdmin, namespace: str) -> None:
+    """Best-effort removal of a test namespace and its topics (the broker forbids forced deletes)."""
+    try:
+        for topic in admin.list_partitioned_topics(namespace):
+            admin.delete_topic(topic, force=True)
+        for topic in admin.list_topics(namespace):
+            admin.request(
+                "DELETE", TopicName.parse(topic).rest_path, params={"force": "true"}, ok=(200, 204, 404)
+            )
+        admin.request("DELETE", f"namespaces/{namespace}", ok=(200, 204, 404, 409))
+    except PulsarError:
+        pass  # a consumer reconnecting in the background may recreate a topic: leave the rest
