@@ -17,6 +17,8 @@ from widehouse.clickhouse import ddl
 from widehouse.errors import CatalogError
 from widehouse.settings import Settings
 
+pytestmark = [pytest.mark.integration, pytest.mark.clickhouse]
+
 ROOT = Path(__file__).parents[2]
 HOUR = 1_778_400_000_000  # 2026-05-10T08:00:00Z
 TS = pa.timestamp("ms", tz="UTC")

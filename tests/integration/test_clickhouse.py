@@ -11,6 +11,8 @@ from widehouse import clickhouse
 from widehouse.errors import ClickHouseError
 from widehouse.settings import ClickHouseSettings, Settings
 
+pytestmark = [pytest.mark.integration, pytest.mark.clickhouse]
+
 
 def test_create_insert_arrow_and_query(settings: Settings) -> None:
     client = clickhouse.connect(settings.clickhouse)
@@ -44,9 +46,11 @@ def test_engine_data_persists_across_clients(settings: Settings) -> None:
     table = f"it_{uuid.uuid4().hex[:8]}"
     first = clickhouse.connect(settings.clickhouse)
     first.command(f"CREATE TABLE {table} (x UInt8) ENGINE = MergeTree ORDER BY x")
-    first.insert(table, [[1], [2]], column_names=["x"])
+    assert first.insert(table, pa.table({"x": pa.array([1, 2], pa.uint8())}), token="persist-1") == 2
     second = clickhouse.connect(settings.clickhouse)
-    assert second.query(f"SELECT count() FROM {table}").result_rows == [(2,)]
+    assert second.rows(f"SELECT x FROM {table} ORDER BY x") == [(1,), (2,)]
+    second.drop([table])
+    assert first.scalar(f"EXISTS TABLE {table}") == 0
 
 
 def test_a_second_process_on_the_same_embedded_path_is_refused_clearly(settings: Settings) -> None:

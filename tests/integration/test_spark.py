@@ -48,7 +48,8 @@ def test_hive_table_and_delta_table_in_the_catalog(spark: Any) -> None:
     ).collect()
     assert [(r.uid, r.s) for r in rows] == [("u1", 3.5), ("u2", 7.0)]
     desc = {r.col_name: r.data_type for r in spark.sql(f"DESCRIBE FORMATTED payments_{suffix}").collect()}
-    assert "hive" in desc.get("Provider", "hive").lower()
+    assert desc["Provider"].lower() == "hive"  # a Hive table in the metastore, not a data source table
+    assert "parquet" in desc["Serde Library"].lower()
 
     spark.sql(f"CREATE TABLE wide_{suffix} (uid STRING, events BIGINT) USING delta")
     spark.sql(f"INSERT INTO wide_{suffix} VALUES ('u1', 3)")

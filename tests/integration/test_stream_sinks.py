@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import pyarrow as pa
+import pytest
 
 from widehouse import clickhouse
 from widehouse.catalog import load_catalog
 from widehouse.settings import Settings
 from widehouse.stream.progress import BatchIdentity
 from widehouse.stream.tables import QUARANTINE, QUARANTINE_SHAPE, ensure_clickhouse
+
+pytestmark = [pytest.mark.integration, pytest.mark.clickhouse]
 
 
 def test_tables_are_created_once_and_replayed_batches_change_nothing(settings: Settings) -> None:

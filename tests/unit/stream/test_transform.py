@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 import pytest
 
 from widehouse.catalog import DAY_MS, HOUR_MS, Accepted, Catalog, load_catalog, parse_event
+from widehouse.errors import CatalogError
 from widehouse.generator.core import TrafficGenerator
 from widehouse.generator.manifest import diff_rows
 from widehouse.generator.options import GenerateOptions
@@ -161,7 +162,7 @@ def test_plan_is_picklable_and_names_unknown_topics(catalog: Catalog) -> None:
     topics = [str(t.name) for t in catalog.topics[:3]]
     plan = TransformPlan.for_topics(catalog, topics)
     assert pickle.loads(pickle.dumps(plan)).tables == plan.tables
-    with pytest.raises(Exception, match="persistent://x/y/z"):
+    with pytest.raises(CatalogError, match="topics not in the catalog: persistent://x/y/z"):
         TransformPlan.for_topics(catalog, [*topics, "persistent://x/y/z"])
 
 
