@@ -1,25 +1,33 @@
 """The one place that reads the environment.
 
-Every ``WIDEHOUSE_*`` variable is declared once in :data:`VARIABLES` (name, default, meaning);
-:func:`load_settings` parses and validates them into frozen config objects, and everything else in
-Widehouse receives those objects (or plain values taken from them). Airflow passes its Connections
-to jobs as these same variables at run time, so a job runs the same from a shell, a DAG or a test.
+Every ``WIDEHOUSE_*`` variable is declared once in :data:`VARIABLES`: its name, default, parser,
+the field of :class:`Settings` it sets (``target``), its meaning, and whether it is a secret. The
+README's table, the dataclass defaults and :func:`load_settings` are all derived from that table;
+fields no variable sets (``local.state_dir``, ``hive.metastore_db_dir``, ``spark.local_dir``) are
+declared in :data:`DERIVED_FIELDS`. Everything else in Widehouse receives the frozen config objects
+(or plain values taken from them). Airflow passes its Connections to jobs as these same variables at
+run time, so a job runs the same from a shell, a DAG or a test.
 
 Defaults describe the local mode: services on loopback, state under ``<checkout>/.state``,
 ClickHouse embedded (chDB), Hive metastore embedded. Point any of them at a cluster by setting the
 variable; nothing in the code assumes local mode.
+
+A bad value fails at load time with the variable's name and its value, except for secrets, whose
+value is never echoed; URLs are shown with their credentials masked (:func:`mask_url`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import ipaddress
 import math
 import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from typing import Any, Generic, TypeVar
+from urllib.parse import SplitResult, quote, unquote, urlsplit
 
 from widehouse import paths
 from widehouse.errors import ConfigError
@@ -27,42 +35,506 @@ from widehouse.errors import ConfigError
 T = TypeVar("T")
 
 
+# -- declarations -------------------------------------------------------------------------------
+
+
 @dataclass(frozen=True)
-class Variable:
-    """One environment variable: its name, default (as documented) and meaning."""
+class Derived(Generic[T]):
+    """A default computed from other values at load time.
+
+    ``compute`` receives a mapping with exactly the names in ``uses``: a ``WIDEHOUSE_*`` name gives
+    that variable's parsed value (resolved first), any other name (``JAVA_HOME``) the raw environment
+    value or None. ``doc`` is the default as documented (``<state>/delta``).
+    """
+
+    doc: str
+    uses: tuple[str, ...]
+    compute: Callable[[Mapping[str, Any]], T]
+
+
+@dataclass(frozen=True)
+class Variable(Generic[T]):
+    """One environment variable: where it goes, how it is parsed, and what it defaults to."""
 
     name: str
-    default: str
+    default: T | Derived[T]
+    """The parsed default value, or a :class:`Derived` default computed from other variables."""
+    parse: Callable[[str], T]
+    """Turns the stripped, non-blank text (blank too with ``blank_is_value``) into the value."""
+    target: str
+    """Dotted path of the :class:`Settings` field it sets (``local.pulsar_broker_port``)."""
     help: str
     secret: bool = False
+    """Never echoed: errors say what is wrong without the value, reprs and `widehouse config` mask it."""
+    blank_is_value: bool = False
+    """A set but blank variable is parsed (``WIDEHOUSE_SPARK_JARS=`` means no jars) instead of unset."""
+    doc: str | None = None
+    """The documented default when the value alone does not say it (None meaning embedded Derby)."""
+    mask: Callable[[str], str] | None = None
+    """How a bad (non-secret) value is shown in errors; :func:`mask_url` unless set."""
+
+    @property
+    def documented_default(self) -> str:
+        """The default as the README and ``widehouse config --variables`` show it."""
+        if self.doc is not None:
+            return self.doc
+        if isinstance(self.default, Derived):
+            return self.default.doc
+        return format_value(self.default)
+
+    def shown(self, text: str) -> str:
+        """How a bad value appears in an error: ``NAME='value'``, credentials masked; secrets never."""
+        if self.secret:
+            return self.name
+        return f"{self.name}={(self.mask or mask_url)(text)!r}"
 
 
-VARIABLES: tuple[Variable, ...] = (
+@dataclass(frozen=True)
+class DerivedField:
+    """A :class:`Settings` field no variable sets: it follows from other variables."""
+
+    target: str
+    default: Derived[Any]
+
+
+def format_value(value: object) -> str:
+    """A parsed value written back as a variable's text (``0.8``, ``20000000``, ``clickhouse,delta``)."""
+    if value is None or value == ():
+        return "(none)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    if isinstance(value, tuple):
+        return ",".join(format_value(v) for v in value)
+    return str(value)
+
+
+# -- masking ------------------------------------------------------------------------------------
+
+_USERINFO_RE = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^/?#@:\s]*):(?P<password>[^/?#\s]*)@")
+_PARAM_RE = re.compile(r"(?P<head>(?:^|[&;])(?P<key>[^=&;#\s]*)=)(?P<value>[^&;#\s]*)")
+_SECRET_KEY_PARTS = ("pass", "pwd", "token", "secret", "key", "credential", "signature", "auth")
+MASK = "***"
+
+
+def is_secret_key(key: str) -> bool:
+    """True for a parameter or setting name that usually holds a credential (case-insensitive)."""
+    lowered = unquote(key).lower()
+    return any(part in lowered for part in _SECRET_KEY_PARTS)
+
+
+def mask_url(url: str) -> str:
+    """Mask the credentials of a URL (or of every URL in a text) with ``***``.
+
+    Masks the password of ``user:password@`` and the value of query parameters whose name holds a
+    credential (``password``, ``pass``, ``pwd``, ``token``, ``key``, ``secret``, ... in any case).
+    Works on malformed URLs and on free text that contains URLs (error messages).
+    """
+    masked = _USERINFO_RE.sub(lambda m: f"{m['head']}:{MASK}@" if m["password"] else m[0], url)
+    head, sep, query = masked.partition("?")
+    if not sep:
+        return masked
+    query, hash_sep, fragment = query.partition("#")
+
+    def param(m: re.Match[str]) -> str:
+        return f"{m['head']}{MASK}" if is_secret_key(m["key"]) and m["value"] else m[0]
+
+    return f"{head}?{_PARAM_RE.sub(param, query)}{hash_sep}{fragment}"
+
+
+def _mask_spark_conf(text: str) -> str:
+    """WIDEHOUSE_SPARK_CONF with the values of credential-like keys masked."""
+    return re.sub(
+        r"(?P<key>[^;\n=]*)=(?P<value>[^;\n]*)",
+        lambda m: f"{m['key']}={MASK}" if is_secret_key(m["key"]) else mask_url(m[0]),
+        text,
+    )
+
+
+# -- parsers (each raises ValueError saying what is wrong; those of secrets never quote the value) --
+
+_HEAP_RE = re.compile(r"[1-9][0-9]*[kKmMgG]")
+_CONF_KEY_RE = re.compile(r"[A-Za-z0-9_.\-]+")
+_HOSTNAME_RE = re.compile(r"[A-Za-z0-9_.\-]+")
+_IDENTIFIER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+_SPACE_OR_CONTROL_RE = re.compile(r"[\s\x00-\x1f\x7f]")
+_URI_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]+:.+")
+_SPARK_LOCAL_RE = re.compile(r"local(\[([1-9][0-9]*|\*)(\s*,\s*[0-9]+)?\])?")
+
+
+def _finite(value: str) -> float:
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError("must be a finite number")
+    return number
+
+
+def _parse_port(value: str) -> int:
+    port = int(value)
+    if not 1 <= port <= 65535:
+        raise ValueError("a port must be between 1 and 65535")
+    return port
+
+
+def _parse_heap(value: str) -> str:
+    if not _HEAP_RE.fullmatch(value):
+        raise ValueError("expected a JVM size such as 512m or 2g")
+    return value.lower()
+
+
+def _parse_positive_int(value: str) -> int:
+    number = int(value)
+    if number <= 0:
+        raise ValueError("must be a positive integer")
+    return number
+
+
+def _parse_non_negative_int(value: str) -> int:
+    number = int(value)
+    if number < 0:
+        raise ValueError("must be >= 0")
+    return number
+
+
+def _parse_positive_float(value: str) -> float:
+    number = _finite(value)
+    if number <= 0:
+        raise ValueError("must be a positive number")
+    return number
+
+
+def _parse_non_negative_float(value: str) -> float:
+    number = _finite(value)
+    if number < 0:
+        raise ValueError("must be a finite number >= 0")
+    return number
+
+
+def _parse_fraction(value: str) -> float:
+    number = _finite(value)
+    if not 0 < number <= 1:
+        raise ValueError("must be a number in (0, 1]")
+    return number
+
+
+def _parse_bool(value: str) -> bool:
+    lowered = value.lower()
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off"}:
+        return False
+    raise ValueError("expected true or false")
+
+
+def _parse_app_id(value: str) -> str:
+    if not re.fullmatch(r"[a-z][a-z0-9_-]{0,31}", value):
+        raise ValueError("must be lowercase letters, digits, '-' or '_', starting with a letter (max 32)")
+    return value
+
+
+def _parse_tenant_suffix(value: str) -> str:
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,30}", value):
+        raise ValueError("must be 1-31 lowercase letters, digits or '-'")
+    return value
+
+
+def _parse_identifier(value: str) -> str:
+    if not _IDENTIFIER_RE.fullmatch(value):
+        raise ValueError("must be a plain identifier (letters, digits, underscore)")
+    return value
+
+
+def _parse_user(value: str) -> str:
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}", value):
+        raise ValueError("must be letters, digits, '_', '.' or '-', starting with a letter or '_'")
+    return value
+
+
+def _parse_password(value: str) -> str:
+    if _CONTROL_RE.search(value):
+        raise ValueError("must not contain control characters")
+    return value
+
+
+def _parse_token(value: str) -> str:
+    if _SPACE_OR_CONTROL_RE.search(value):
+        raise ValueError("must not contain whitespace or control characters")
+    return value
+
+
+def _is_host(value: str) -> bool:
+    """A DNS name or IPv4 address (letters, digits, '.', '-', '_'), or an IPv6 address."""
+    if _HOSTNAME_RE.fullmatch(value):
+        return True
+    try:
+        ipaddress.IPv6Address(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _parse_host(value: str) -> str:
+    if not _is_host(value):
+        raise ValueError("must be a host name or IP address")
+    return value
+
+
+def _parse_sinks(value: str) -> tuple[str, ...]:
+    sinks = tuple(dict.fromkeys(s.strip() for s in value.split(",") if s.strip()))
+    unknown = [s for s in sinks if s not in STREAM_SINKS]
+    if unknown or not sinks:
+        raise ValueError(f"sinks are a comma list of {', '.join(STREAM_SINKS)}")
+    return sinks
+
+
+def _parse_dir(value: str) -> Path:
+    path = Path(value).expanduser()
+    if not path.is_absolute():
+        path = Path.cwd() / path
+    if path.exists() and not path.is_dir():
+        raise ValueError("exists and is not a directory")
+    return path
+
+
+def _parse_java_home(value: str) -> str | None:
+    return str(_parse_dir(value))
+
+
+def _parse_jars(value: str) -> tuple[str, ...]:
+    return tuple(j.strip() for j in value.split(",") if j.strip())
+
+
+def _parse_spark_conf(value: str) -> tuple[tuple[str, str], ...]:
+    pairs: list[tuple[str, str]] = []
+    for raw_item in re.split(r"[;\n]", value):
+        item = raw_item.strip()
+        if not item:
+            continue
+        key, sep, conf_value = item.partition("=")
+        key = key.strip()
+        if not sep or not _CONF_KEY_RE.fullmatch(key):
+            raise ValueError(f"{_mask_spark_conf(item)!r} is not a key=value pair")
+        pairs.append((key, conf_value.strip()))
+    return tuple(pairs)
+
+
+def _check_authority(host_port: str) -> None:
+    """``host[:port]`` (userinfo already removed): a host, and a port in range if one is given."""
+    try:
+        parts = urlsplit(f"//{host_port}")
+        port = parts.port
+    except ValueError:
+        raise ValueError("the port must be a number between 1 and 65535") from None
+    if not parts.hostname or not _is_host(parts.hostname):
+        raise ValueError("missing host")
+    if port == 0:
+        raise ValueError("the port must be a number between 1 and 65535")
+
+
+def _split_url(value: str) -> SplitResult:
+    if _SPACE_OR_CONTROL_RE.search(value):
+        raise ValueError("a URL must not contain whitespace or control characters")
+    try:
+        return urlsplit(value)
+    except ValueError:
+        raise ValueError("is not a valid URL") from None
+
+
+def _authority(parts: SplitResult) -> str:
+    """``host[:port]`` of a URL, without ``user:password@``."""
+    return parts.netloc.rpartition("@")[2]
+
+
+def _url_parser(*schemes: str, multi_host: bool = False) -> Callable[[str], str]:
+    """A URL with one of ``schemes``, a host and a valid port (``multi_host``: ``h1:p1,h2:p2``).
+
+    A query or fragment is refused: these are base URLs that paths are appended to.
+    """
+
+    def parse(value: str) -> str:
+        parts = _split_url(value)
+        if parts.scheme not in schemes:
+            raise ValueError(f"scheme must be one of {', '.join(schemes)}")
+        if parts.query or parts.fragment:
+            raise ValueError("a base URL takes no query (?...) or fragment (#...)")
+        authority = _authority(parts)
+        for host_port in authority.split(",") if multi_host else [authority]:
+            _check_authority(host_port)
+        return value.rstrip("/")
+
+    return parse
+
+
+_CHDB_MEMORY = ("memory", ":memory:")
+
+
+def _parse_clickhouse_dsn(value: str) -> str:
+    parts = _split_url(value)
+    authority, path = _authority(parts), parts.path
+    if parts.scheme == "chdb":
+        if authority and authority not in _CHDB_MEMORY:
+            raise ValueError("a chdb DSN is chdb:///absolute/path or chdb://memory")
+        if not authority and not path:
+            raise ValueError("a chdb DSN needs a location: chdb:///absolute/path or chdb://memory")
+        if not authority and path not in _CHDB_MEMORY and not path.startswith("/"):
+            raise ValueError("a chdb DSN needs an absolute path (chdb:///absolute/path) or chdb://memory")
+        database = path.strip("/").split("/")[0] if authority else ""
+    elif parts.scheme in {"http", "https"}:
+        _check_authority(authority)
+        database = path.strip("/").split("/")[0]
+    else:
+        raise ValueError("scheme must be chdb, http or https")
+    if database and not _IDENTIFIER_RE.fullmatch(unquote(database)):
+        raise ValueError("the database in the DSN path must be a plain identifier")
+    return value
+
+
+def _parse_location(value: str) -> str:
+    """An absolute path or a URI (``s3a://bucket/dir``), safe to put in a backquoted Spark SQL name."""
+    if "`" in value or _CONTROL_RE.search(value):
+        raise ValueError("must not contain a backquote or control characters (it is quoted into Spark SQL)")
+    if value.startswith("/"):
+        return value
+    if _URI_RE.fullmatch(value):
+        parts = urlsplit(value)
+        if parts.netloc or parts.path.startswith("/"):
+            return value
+    raise ValueError(
+        "must be an absolute path or a URI with a scheme (file:/, s3a://, abfss://, hdfs://, gs://)"
+    )
+
+
+def _parse_spark_master(value: str) -> str:
+    if value == "yarn" or _SPARK_LOCAL_RE.fullmatch(value):
+        return value
+    if value.startswith("spark://"):
+        for host_port in value.removeprefix("spark://").split(","):
+            if ":" not in host_port:
+                raise ValueError("spark:// masters are spark://host:port[,host:port]")
+            _check_authority(host_port)
+        return value
+    if value.startswith("k8s://"):
+        api = value.removeprefix("k8s://")
+        _url_parser("http", "https")(api if "://" in api else f"https://{api}")
+        return value
+    if value.startswith("mesos://"):
+        rest = value.removeprefix("mesos://")
+        if rest.startswith("zk://"):
+            _url_parser("zk", multi_host=True)(rest)
+        else:
+            _check_authority(rest)
+        return value
+    raise ValueError(
+        "expected local, local[N], local[*], local[N,M], spark://host:port, yarn, k8s:// or mesos://"
+    )
+
+
+# -- defaults that follow from other values -----------------------------------------------------
+
+STATE = "WIDEHOUSE_STATE_DIR"
+STREAM_SINKS = ("clickhouse", "delta")
+
+
+def _under_state(doc: str, *parts: str, parse: Callable[[str], str] = _parse_location) -> Derived[str]:
+    """``<state>/a/b``: a location under the state dir, validated like a value set by hand."""
+    return Derived(f"<state>/{doc}", (STATE,), lambda r: parse(str(Path(r[STATE], *parts))))
+
+
+def _local_clickhouse_url(user: str, password: str, port: int) -> str:
+    return f"http://{quote(user, safe='')}:{quote(password, safe='')}@127.0.0.1:{port}"
+
+
+EMBEDDED_CLICKHOUSE_DSN: Derived[str] = Derived(
+    "chdb://<state>/clickhouse",
+    (STATE,),
+    lambda r: _parse_clickhouse_dsn(f"chdb://{quote(str(r[STATE] / 'clickhouse'))}"),
+)
+LOCAL_SERVER_CLICKHOUSE_DSN: Derived[str] = Derived(
+    "http://<user>:<password>@127.0.0.1:<port>/<database>",
+    (
+        "WIDEHOUSE_CLICKHOUSE_USER",
+        "WIDEHOUSE_CLICKHOUSE_PASSWORD",
+        "WIDEHOUSE_CLICKHOUSE_PORT",
+        "WIDEHOUSE_CLICKHOUSE_DATABASE",
+    ),
+    lambda r: (
+        _local_clickhouse_url(
+            r["WIDEHOUSE_CLICKHOUSE_USER"], r["WIDEHOUSE_CLICKHOUSE_PASSWORD"], r["WIDEHOUSE_CLICKHOUSE_PORT"]
+        )
+        + f"/{r['WIDEHOUSE_CLICKHOUSE_DATABASE']}"
+    ),
+)
+# The default of WIDEHOUSE_CLICKHOUSE_DSN; switch to LOCAL_SERVER_CLICKHOUSE_DSN once `widehouse
+# services` runs the local ClickHouse server.
+CLICKHOUSE_DSN_DEFAULT = EMBEDDED_CLICKHOUSE_DSN
+
+
+def default_delta_jars(vendor_dir: Path) -> tuple[str, ...]:
+    """The Delta jars `make setup` resolved; empty when setup has not run (checked at session start)."""
+    return tuple(str(p) for p in sorted((vendor_dir / "delta").glob("*.jar")))
+
+
+# -- the table ----------------------------------------------------------------------------------
+
+VARIABLES: tuple[Variable[Any], ...] = (
     Variable(
-        "WIDEHOUSE_STATE_DIR",
-        "<checkout>/.state",
+        STATE,
+        Derived("<checkout>/.state", (), lambda _: paths.default_state_dir()),
+        _parse_dir,
+        "state_dir",
         "Local state: service data, logs, pid files, chDB data, Delta tables, Hive metastore, checkpoints.",
     ),
     Variable(
         "WIDEHOUSE_VENDOR_DIR",
-        "<checkout>/.vendor",
+        Derived("<checkout>/.vendor", (), lambda _: paths.default_vendor_dir()),
+        _parse_dir,
+        "local.vendor_dir",
         "JVM parts resolved by `make setup` (Pulsar distribution, HBase jars, Delta jars, Maven repository).",
     ),
-    Variable("WIDEHOUSE_SCHEMAS_DIR", "<checkout>/schemas", "The topic and wide-table catalog."),
+    Variable(
+        "WIDEHOUSE_SCHEMAS_DIR",
+        Derived("<checkout>/schemas", (), lambda _: paths.default_schemas_dir()),
+        _parse_dir,
+        "schemas_dir",
+        "The topic and wide-table catalog.",
+    ),
     Variable(
         "WIDEHOUSE_PULSAR_SERVICE_URL",
-        "pulsar://127.0.0.1:<pulsar broker port>",
+        Derived(
+            "pulsar://127.0.0.1:<pulsar broker port>",
+            ("WIDEHOUSE_PULSAR_BROKER_PORT",),
+            lambda r: f"pulsar://127.0.0.1:{r['WIDEHOUSE_PULSAR_BROKER_PORT']}",
+        ),
+        _url_parser("pulsar", "pulsar+ssl", multi_host=True),
+        "pulsar.service_url",
         "Pulsar binary protocol URL (pulsar:// or pulsar+ssl://).",
     ),
     Variable(
         "WIDEHOUSE_PULSAR_ADMIN_URL",
-        "http://127.0.0.1:<pulsar web port>",
+        Derived(
+            "http://127.0.0.1:<pulsar web port>",
+            ("WIDEHOUSE_PULSAR_WEB_PORT",),
+            lambda r: f"http://127.0.0.1:{r['WIDEHOUSE_PULSAR_WEB_PORT']}",
+        ),
+        _url_parser("http", "https"),
+        "pulsar.admin_url",
         "Pulsar admin REST URL (http:// or https://).",
     ),
-    Variable("WIDEHOUSE_PULSAR_AUTH_TOKEN", "(none)", "JWT for Pulsar token authentication.", secret=True),
+    Variable(
+        "WIDEHOUSE_PULSAR_AUTH_TOKEN",
+        None,
+        _parse_token,
+        "pulsar.auth_token",
+        "JWT for Pulsar token authentication.",
+        secret=True,
+    ),
     Variable(
         "WIDEHOUSE_CLICKHOUSE_DSN",
-        "chdb://<state>/clickhouse",
+        CLICKHOUSE_DSN_DEFAULT,
+        _parse_clickhouse_dsn,
+        "clickhouse.dsn",
         "ClickHouse: `chdb:///abs/path` for the embedded engine, or "
         "`http(s)://user:pass@host:8123/db` for a server.",
         secret=True,
@@ -70,148 +542,416 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(
         "WIDEHOUSE_CLICKHOUSE_DATABASE",
         "wh",
+        _parse_identifier,
+        "clickhouse.database",
         "ClickHouse database for Widehouse tables (a database in the DSN path wins).",
     ),
     Variable(
         "WIDEHOUSE_DELTA_ROOT",
-        "<state>/delta",
+        _under_state("delta", "delta"),
+        _parse_location,
+        "delta.root",
         "Root path or URI of the Delta tables (bronze/, silver/ below it).",
     ),
-    Variable("WIDEHOUSE_HBASE_HOST", "127.0.0.1", "HBase Thrift (v1) server host."),
-    Variable("WIDEHOUSE_HBASE_PORT", "<hbase thrift port>", "HBase Thrift (v1) server port."),
-    Variable("WIDEHOUSE_HBASE_TIMEOUT_MS", "60000", "HBase Thrift socket timeout in milliseconds."),
+    Variable(
+        "WIDEHOUSE_HBASE_HOST", "127.0.0.1", _parse_host, "hbase.host", "HBase Thrift (v1) server host."
+    ),
+    Variable(
+        "WIDEHOUSE_HBASE_PORT",
+        Derived(
+            "<hbase thrift port>",
+            ("WIDEHOUSE_HBASE_THRIFT_PORT",),
+            lambda r: r["WIDEHOUSE_HBASE_THRIFT_PORT"],
+        ),
+        _parse_port,
+        "hbase.port",
+        "HBase Thrift (v1) server port.",
+    ),
+    Variable(
+        "WIDEHOUSE_HBASE_TIMEOUT_MS",
+        60000,
+        _parse_positive_int,
+        "hbase.timeout_ms",
+        "HBase Thrift socket timeout in milliseconds.",
+    ),
     Variable(
         "WIDEHOUSE_HIVE_METASTORE_URI",
-        "(embedded Derby)",
+        None,
+        _url_parser("thrift"),
+        "hive.metastore_uri",
         "thrift:// URI of a Hive metastore; empty means Spark's embedded metastore under the state dir.",
+        doc="(embedded Derby)",
     ),
-    Variable("WIDEHOUSE_HIVE_WAREHOUSE", "<state>/hive/warehouse", "Hive / Spark SQL warehouse dir."),
-    Variable("WIDEHOUSE_SPARK_MASTER", "local[*]", "Spark master URL (local[N], spark://, yarn, k8s://)."),
-    Variable("WIDEHOUSE_SPARK_SHUFFLE_PARTITIONS", "4", "spark.sql.shuffle.partitions."),
-    Variable("WIDEHOUSE_SPARK_UI", "false", "Start the Spark UI (true/false)."),
-    Variable("WIDEHOUSE_SPARK_DRIVER_MEMORY", "2g", "spark.driver.memory (heap of the driver JVM)."),
+    Variable(
+        "WIDEHOUSE_HIVE_WAREHOUSE",
+        _under_state("hive/warehouse", "hive", "warehouse"),
+        _parse_location,
+        "hive.warehouse_dir",
+        "Hive / Spark SQL warehouse dir.",
+    ),
+    Variable(
+        "WIDEHOUSE_SPARK_MASTER",
+        "local[*]",
+        _parse_spark_master,
+        "spark.master",
+        "Spark master URL (local[N], spark://, yarn, k8s://).",
+    ),
+    Variable(
+        "WIDEHOUSE_SPARK_SHUFFLE_PARTITIONS",
+        4,
+        _parse_positive_int,
+        "spark.shuffle_partitions",
+        "spark.sql.shuffle.partitions.",
+    ),
+    Variable(
+        "WIDEHOUSE_SPARK_UI", False, _parse_bool, "spark.ui_enabled", "Start the Spark UI (true/false)."
+    ),
+    Variable(
+        "WIDEHOUSE_SPARK_DRIVER_MEMORY",
+        "2g",
+        _parse_heap,
+        "spark.driver_memory",
+        "spark.driver.memory (heap of the driver JVM).",
+    ),
     Variable(
         "WIDEHOUSE_SPARK_JARS",
-        "(Delta jars in the vendor dir)",
+        Derived(
+            "(Delta jars in the vendor dir)",
+            ("WIDEHOUSE_VENDOR_DIR",),
+            lambda r: default_delta_jars(r["WIDEHOUSE_VENDOR_DIR"]),
+        ),
+        _parse_jars,
+        "spark.jars",
         "Comma-separated jars for spark.jars; set empty on a cluster that ships Delta itself.",
+        blank_is_value=True,
     ),
     Variable(
         "WIDEHOUSE_SPARK_CONF",
-        "(none)",
+        (),
+        _parse_spark_conf,
+        "spark.extra_conf",
         "Extra Spark settings, `key=value` pairs separated "
         "by newlines or `;`; they win over every other Spark setting.",
+        mask=_mask_spark_conf,
     ),
-    Variable("WIDEHOUSE_JAVA_HOME", "(JAVA_HOME, or java on PATH)", "JDK 17+ used for the local services."),
-    Variable("WIDEHOUSE_PULSAR_BROKER_PORT", "6650", "Local Pulsar standalone: binary protocol port."),
+    Variable(
+        "WIDEHOUSE_JAVA_HOME",
+        Derived("(JAVA_HOME, or java on PATH)", ("JAVA_HOME",), lambda r: r["JAVA_HOME"]),
+        _parse_java_home,
+        "local.java_home",
+        "JDK 17+ used for the local services.",
+    ),
+    Variable(
+        "WIDEHOUSE_PULSAR_BROKER_PORT",
+        6650,
+        _parse_port,
+        "local.pulsar_broker_port",
+        "Local Pulsar standalone: binary protocol port.",
+    ),
     Variable(
         "WIDEHOUSE_PULSAR_WEB_PORT",
-        "8090",
+        8090,
+        _parse_port,
+        "local.pulsar_web_port",
         "Local Pulsar standalone: admin REST / web port (not 8080, which Airflow's API server takes).",
     ),
-    Variable("WIDEHOUSE_PULSAR_HEAP", "512m", "Local Pulsar standalone: JVM heap (-Xmx)."),
-    Variable("WIDEHOUSE_PULSAR_DIRECT_MEMORY", "512m", "Local Pulsar standalone: JVM direct memory."),
-    Variable("WIDEHOUSE_HBASE_ZK_PORT", "2181", "Local HBase: embedded ZooKeeper client port."),
-    Variable("WIDEHOUSE_HBASE_MASTER_PORT", "16000", "Local HBase: master RPC port."),
-    Variable("WIDEHOUSE_HBASE_MASTER_INFO_PORT", "16010", "Local HBase: master web/JMX port (health)."),
-    Variable("WIDEHOUSE_HBASE_REGIONSERVER_PORT", "16020", "Local HBase: region server RPC port."),
-    Variable("WIDEHOUSE_HBASE_HEAP", "768m", "Local HBase (master + region server + ZooKeeper): heap."),
-    Variable("WIDEHOUSE_HBASE_THRIFT_PORT", "9090", "Local HBase Thrift (v1) server port."),
-    Variable("WIDEHOUSE_HBASE_THRIFT_INFO_PORT", "9095", "Local HBase Thrift server web port."),
-    Variable("WIDEHOUSE_HBASE_THRIFT_HEAP", "256m", "Local HBase Thrift server: JVM heap."),
-    Variable("WIDEHOUSE_SERVICE_START_TIMEOUT", "180", "Seconds a local service may take to become healthy."),
+    Variable(
+        "WIDEHOUSE_PULSAR_HEAP",
+        "512m",
+        _parse_heap,
+        "local.pulsar_heap",
+        "Local Pulsar standalone: JVM heap (-Xmx).",
+    ),
+    Variable(
+        "WIDEHOUSE_PULSAR_DIRECT_MEMORY",
+        "512m",
+        _parse_heap,
+        "local.pulsar_direct_memory",
+        "Local Pulsar standalone: JVM direct memory.",
+    ),
+    Variable(
+        "WIDEHOUSE_HBASE_ZK_PORT",
+        2181,
+        _parse_port,
+        "local.hbase_zk_port",
+        "Local HBase: embedded ZooKeeper client port.",
+    ),
+    Variable(
+        "WIDEHOUSE_HBASE_MASTER_PORT",
+        16000,
+        _parse_port,
+        "local.hbase_master_port",
+        "Local HBase: master RPC port.",
+    ),
+    Variable(
+        "WIDEHOUSE_HBASE_MASTER_INFO_PORT",
+        16010,
+        _parse_port,
+        "local.hbase_master_info_port",
+        "Local HBase: master web/JMX port (health).",
+    ),
+    Variable(
+        "WIDEHOUSE_HBASE_REGIONSERVER_PORT",
+        16020,
+        _parse_port,
+        "local.hbase_regionserver_port",
+        "Local HBase: region server RPC port.",
+    ),
+    Variable(
+        "WIDEHOUSE_HBASE_HEAP",
+        "768m",
+        _parse_heap,
+        "local.hbase_heap",
+        "Local HBase (master + region server + ZooKeeper): heap.",
+    ),
+    Variable(
+        "WIDEHOUSE_HBASE_THRIFT_PORT",
+        9090,
+        _parse_port,
+        "local.hbase_thrift_port",
+        "Local HBase Thrift (v1) server port.",
+    ),
+    Variable(
+        "WIDEHOUSE_HBASE_THRIFT_INFO_PORT",
+        9095,
+        _parse_port,
+        "local.hbase_thrift_info_port",
+        "Local HBase Thrift server web port.",
+    ),
+    Variable(
+        "WIDEHOUSE_HBASE_THRIFT_HEAP",
+        "256m",
+        _parse_heap,
+        "local.hbase_thrift_heap",
+        "Local HBase Thrift server: JVM heap.",
+    ),
+    Variable(
+        "WIDEHOUSE_CLICKHOUSE_PORT",
+        8123,
+        _parse_port,
+        "local.clickhouse_port",
+        "Local ClickHouse server: HTTP port.",
+    ),
+    Variable(
+        "WIDEHOUSE_CLICKHOUSE_USER",
+        "widehouse",
+        _parse_user,
+        "local.clickhouse_user",
+        "Local ClickHouse server: the user Widehouse connects as.",
+    ),
+    Variable(
+        "WIDEHOUSE_CLICKHOUSE_PASSWORD",
+        "widehouse-local",
+        _parse_password,
+        "local.clickhouse_password",
+        "Local ClickHouse server: that user's password (loopback only; set your own on a shared host).",
+        secret=True,
+    ),
+    Variable(
+        "WIDEHOUSE_CLICKHOUSE_HANDLES",
+        4,
+        _parse_positive_int,
+        "local.clickhouse_handles",
+        "Local ClickHouse server: handles (concurrent sessions) it serves.",
+    ),
+    Variable(
+        "WIDEHOUSE_SERVICE_START_TIMEOUT",
+        180.0,
+        _parse_positive_float,
+        "local.start_timeout",
+        "Seconds a local service may take to become healthy.",
+    ),
     Variable(
         "WIDEHOUSE_PLAN_SLOT_CAPACITY",
-        "20000000",
+        20_000_000.0,
+        _parse_positive_float,
+        "planner.slot_capacity",
         "Slot planner: load one core carries, in bytes/s (a message counts its bytes plus the message cost).",
     ),
     Variable(
         "WIDEHOUSE_PLAN_MESSAGE_COST",
-        "500",
+        500.0,
+        _parse_non_negative_float,
+        "planner.message_cost",
         "Slot planner: bytes charged per message on top of its size, so tiny high-rate topics count.",
     ),
     Variable(
         "WIDEHOUSE_PLAN_TARGET_FILL",
-        "0.8",
+        0.8,
+        _parse_fraction,
+        "planner.target_fill",
         "Slot planner: share of a core's capacity that packed groups (and isolated topics) are planned to.",
     ),
     Variable(
         "WIDEHOUSE_PLAN_ISOLATION",
-        "0.5",
+        0.5,
+        _parse_fraction,
+        "planner.isolation",
         "Slot planner: topics heavier than this share of a core get a group of their own (<= target fill).",
     ),
     Variable(
         "WIDEHOUSE_PLAN_PARTITION_CAPACITY",
-        "5000000",
+        5_000_000.0,
+        _parse_positive_float,
+        "planner.partition_capacity",
         "Slot planner: load one Pulsar partition is planned to carry, in bytes/s.",
     ),
-    Variable("WIDEHOUSE_PLAN_MAX_PARTITIONS", "64", "Slot planner: most partitions it plans for a topic."),
-    Variable("WIDEHOUSE_PLAN_MAX_GROUP_TOPICS", "1000", "Slot planner: most topics in one packed group."),
+    Variable(
+        "WIDEHOUSE_PLAN_MAX_PARTITIONS",
+        64,
+        _parse_positive_int,
+        "planner.max_partitions",
+        "Slot planner: most partitions it plans for a topic.",
+    ),
+    Variable(
+        "WIDEHOUSE_PLAN_MAX_GROUP_TOPICS",
+        1000,
+        _parse_positive_int,
+        "planner.max_group_topics",
+        "Slot planner: most topics in one packed group.",
+    ),
     Variable(
         "WIDEHOUSE_PLAN_IMBALANCE",
-        "0.25",
+        0.25,
+        _parse_non_negative_float,
+        "planner.imbalance",
         "Slot planner: drift tolerated (over the target load, over the fewest groups) before a replan "
         "moves topics.",
     ),
     Variable(
         "WIDEHOUSE_PLAN_SMOOTHING",
-        "5",
+        5,
+        _parse_positive_int,
+        "planner.smoothing",
         "Slot planner: live traffic is the median of the last N stats observations kept in the state dir.",
     ),
     Variable(
         "WIDEHOUSE_TENANT_SUFFIX",
-        "(none)",
+        None,
+        _parse_tenant_suffix,
+        "stream.tenant_suffix",
         "Run against copies of the catalog's tenants named "
         "<tenant>-<suffix> (a staging deployment, an isolated test run); the generator's --tenant-suffix.",
     ),
     Variable(
         "WIDEHOUSE_STREAM_APP",
         "widehouse",
+        _parse_app_id,
+        "stream.app",
         "Streaming: application id; prefixes Pulsar subscriptions, "
         "ClickHouse insert deduplication tokens and Delta txnAppIds (one per deployment).",
     ),
     Variable(
         "WIDEHOUSE_STREAM_CHECKPOINT_ROOT",
-        "<state>/checkpoints",
+        _under_state("checkpoints", "checkpoints"),
+        _parse_location,
+        "stream.checkpoint_root",
         "Streaming: checkpoint root; each "
         "slot group checkpoints under <root>/<app>/<group> (a cluster path on a cluster).",
     ),
-    Variable("WIDEHOUSE_STREAM_TRIGGER_SECONDS", "10", "Streaming: micro-batch trigger interval in seconds."),
+    Variable(
+        "WIDEHOUSE_STREAM_TRIGGER_SECONDS",
+        10.0,
+        _parse_positive_float,
+        "stream.trigger_seconds",
+        "Streaming: micro-batch trigger interval in seconds.",
+    ),
     Variable(
         "WIDEHOUSE_STREAM_MAX_MESSAGES",
-        "500000",
+        500_000,
+        _parse_positive_int,
+        "stream.max_messages",
         "Streaming: admission budget, messages per micro-batch over all topics of a group.",
     ),
-    Variable("WIDEHOUSE_STREAM_SINKS", "clickhouse,delta", "Streaming: sinks to write (clickhouse, delta)."),
+    Variable(
+        "WIDEHOUSE_STREAM_SINKS",
+        STREAM_SINKS,
+        _parse_sinks,
+        "stream.sinks",
+        "Streaming: sinks to write (clickhouse, delta).",
+    ),
     Variable(
         "WIDEHOUSE_STREAM_STOP_GRACE_SECONDS",
-        "30",
+        30.0,
+        _parse_positive_float,
+        "stream.stop_grace_seconds",
         "Streaming: on SIGTERM, wait this long for the running "
         "micro-batch to finish before stopping (an unfinished batch is replayed on restart).",
     ),
     Variable(
         "WIDEHOUSE_STREAM_MAX_RESTARTS",
-        "3",
+        3,
+        _parse_non_negative_int,
+        "stream.max_restarts",
         "Streaming: restarts of a failed query from its checkpoint "
         "before the app gives up (0 = fail at once).",
     ),
 )
 
-_KNOWN = {v.name for v in VARIABLES}
-_HEAP_RE = re.compile(r"^[1-9][0-9]*[kKmMgG]$")
-_CONF_KEY_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
+DERIVED_FIELDS: tuple[DerivedField, ...] = (
+    DerivedField("local.state_dir", Derived("<state>", (STATE,), lambda r: r[STATE])),
+    DerivedField(
+        "hive.metastore_db_dir",
+        _under_state("hive/metastore_db", "hive", "metastore_db", parse=str),
+    ),
+    DerivedField("spark.local_dir", _under_state("spark/tmp", "spark", "tmp", parse=str)),
+)
+"""Settings fields no variable sets; they follow from the variables named in ``uses``."""
+
+_BY_NAME: dict[str, Variable[Any]] = {v.name: v for v in VARIABLES}
+_BY_TARGET: dict[str, Variable[Any]] = {v.target: v for v in VARIABLES}
+
+
+def _default(target: str) -> Any:
+    """The table's default for a dataclass field (only for variables with a fixed default)."""
+    default = _BY_TARGET[target].default
+    if isinstance(default, Derived):  # a bug in this module: a derived default has no fixed value
+        raise TypeError(f"{target} has a derived default")
+    return default
+
+
+# -- the config objects -------------------------------------------------------------------------
+
+
+def _masked_repr(obj: Any, **masked: object) -> str:
+    """The dataclass repr of ``obj`` with ``masked`` values shown instead of the real ones."""
+    shown = (
+        f"{f.name}={masked[f.name] if f.name in masked else getattr(obj, f.name)!r}"
+        for f in dataclasses.fields(obj)
+        if f.repr or f.name in masked
+    )
+    return f"{type(obj).__name__}({', '.join(shown)})"
 
 
 @dataclass(frozen=True)
 class PulsarSettings:
-    service_url: str
-    admin_url: str
-    auth_token: str | None = field(default=None, repr=False)
+    service_url: str = field(repr=False)
+    admin_url: str = field(repr=False)
+    auth_token: str | None = field(default=_default("pulsar.auth_token"), repr=False)
+
+    @property
+    def display_service_url(self) -> str:
+        """The service URL with any credentials masked, for logs, errors and status output."""
+        return mask_url(self.service_url)
+
+    @property
+    def display_admin_url(self) -> str:
+        """The admin URL with any credentials masked, for logs, errors and status output."""
+        return mask_url(self.admin_url)
+
+    def __repr__(self) -> str:
+        return _masked_repr(
+            self,
+            service_url=self.display_service_url,
+            admin_url=self.display_admin_url,
+            auth_token=MASK if self.auth_token else None,
+        )
 
 
 @dataclass(frozen=True)
 class ClickHouseSettings:
     dsn: str = field(repr=False)
-    database: str = "wh"
+    database: str = _default("clickhouse.database")
 
     @property
     def embedded(self) -> bool:
@@ -222,6 +962,9 @@ class ClickHouseSettings:
     def display_dsn(self) -> str:
         """The DSN with any password masked, for logs and status output."""
         return mask_url(self.dsn)
+
+    def __repr__(self) -> str:
+        return _masked_repr(self, dsn=self.display_dsn)
 
 
 @dataclass(frozen=True)
@@ -237,52 +980,76 @@ class DeltaSettings:
 class HBaseSettings:
     host: str
     port: int
-    timeout_ms: int = 60000
+    timeout_ms: int = _default("hbase.timeout_ms")
 
 
 @dataclass(frozen=True)
 class HiveSettings:
-    metastore_uri: str | None
+    metastore_uri: str | None = field(repr=False)
     warehouse_dir: str
     metastore_db_dir: str
     """Directory of the embedded Derby metastore (used only when metastore_uri is None)."""
 
+    def __repr__(self) -> str:
+        uri = self.metastore_uri
+        return _masked_repr(self, metastore_uri=mask_url(uri) if uri else uri)
+
 
 @dataclass(frozen=True)
 class SparkSettings:
-    master: str = "local[*]"
-    shuffle_partitions: int = 4
-    ui_enabled: bool = False
-    driver_memory: str = "2g"
-    jars: tuple[str, ...] = ()
-    extra_conf: tuple[tuple[str, str], ...] = ()
-    local_dir: str | None = None
+    master: str = _default("spark.master")
+    shuffle_partitions: int = _default("spark.shuffle_partitions")
+    ui_enabled: bool = _default("spark.ui_enabled")
+    driver_memory: str = _default("spark.driver_memory")
+    jars: tuple[str, ...] = field(kw_only=True)
+    extra_conf: tuple[tuple[str, str], ...] = field(default=_default("spark.extra_conf"), repr=False)
+    local_dir: str | None = field(kw_only=True)
 
     @property
     def is_local(self) -> bool:
         return self.master.startswith("local")
 
+    @property
+    def display_conf(self) -> tuple[tuple[str, str], ...]:
+        """``extra_conf`` with the values of credential-like keys (``...secret.key``) masked."""
+        return tuple((k, MASK if is_secret_key(k) else mask_url(v)) for k, v in self.extra_conf)
+
+    def __repr__(self) -> str:
+        return _masked_repr(self, master=mask_url(self.master), extra_conf=self.display_conf)
+
 
 @dataclass(frozen=True)
 class LocalServicesSettings:
-    """Ports, heaps and paths of the services `widehouse services` runs on loopback."""
+    """Ports, heaps and paths of the services `widehouse services` runs on loopback.
+
+    ``java_home`` None means the ``java`` on PATH (what the table's default gives without JAVA_HOME).
+    """
 
     state_dir: Path
     vendor_dir: Path
-    java_home: str | None = None
-    pulsar_broker_port: int = 6650
-    pulsar_web_port: int = 8090
-    pulsar_heap: str = "512m"
-    pulsar_direct_memory: str = "512m"
-    hbase_zk_port: int = 2181
-    hbase_master_port: int = 16000
-    hbase_master_info_port: int = 16010
-    hbase_regionserver_port: int = 16020
-    hbase_heap: str = "768m"
-    hbase_thrift_port: int = 9090
-    hbase_thrift_info_port: int = 9095
-    hbase_thrift_heap: str = "256m"
-    start_timeout: float = 180.0
+    java_home: str | None = field(default=None, kw_only=True)
+    pulsar_broker_port: int = _default("local.pulsar_broker_port")
+    pulsar_web_port: int = _default("local.pulsar_web_port")
+    pulsar_heap: str = _default("local.pulsar_heap")
+    pulsar_direct_memory: str = _default("local.pulsar_direct_memory")
+    hbase_zk_port: int = _default("local.hbase_zk_port")
+    hbase_master_port: int = _default("local.hbase_master_port")
+    hbase_master_info_port: int = _default("local.hbase_master_info_port")
+    hbase_regionserver_port: int = _default("local.hbase_regionserver_port")
+    hbase_heap: str = _default("local.hbase_heap")
+    hbase_thrift_port: int = _default("local.hbase_thrift_port")
+    hbase_thrift_info_port: int = _default("local.hbase_thrift_info_port")
+    hbase_thrift_heap: str = _default("local.hbase_thrift_heap")
+    start_timeout: float = _default("local.start_timeout")
+    clickhouse_port: int = _default("local.clickhouse_port")
+    clickhouse_user: str = _default("local.clickhouse_user")
+    clickhouse_password: str = field(default=_default("local.clickhouse_password"), repr=False)
+    clickhouse_handles: int = _default("local.clickhouse_handles")
+
+    @property
+    def clickhouse_url(self) -> str:
+        """URL of the local ClickHouse server, with its credentials (mask it before showing it)."""
+        return _local_clickhouse_url(self.clickhouse_user, self.clickhouse_password, self.clickhouse_port)
 
 
 @dataclass(frozen=True)
@@ -293,23 +1060,23 @@ class PlannerSettings:
     every field and raises :class:`ConfigError` naming it.
     """
 
-    slot_capacity: float = 20_000_000.0
+    slot_capacity: float = _default("planner.slot_capacity")
     """Load one core carries (bytes/s equivalent); to be calibrated by the benchmarks."""
-    message_cost: float = 500.0
+    message_cost: float = _default("planner.message_cost")
     """Bytes charged per message on top of its size."""
-    target_fill: float = 0.8
+    target_fill: float = _default("planner.target_fill")
     """Packed groups are filled to ``target_fill * slot_capacity``; isolated topics get cores to match."""
-    isolation: float = 0.5
+    isolation: float = _default("planner.isolation")
     """Topics heavier than ``isolation * slot_capacity`` get a group of their own."""
-    partition_capacity: float = 5_000_000.0
+    partition_capacity: float = _default("planner.partition_capacity")
     """Load one Pulsar partition is planned to carry."""
-    max_partitions: int = 64
+    max_partitions: int = _default("planner.max_partitions")
     """Most partitions planned for a topic (a topic that already has more keeps them)."""
-    max_group_topics: int = 1000
+    max_group_topics: int = _default("planner.max_group_topics")
     """Most topics in one packed group."""
-    imbalance: float = 0.25
+    imbalance: float = _default("planner.imbalance")
     """Drift tolerated before a replan moves topics (over the target load, over the fewest groups)."""
-    smoothing: int = 5
+    smoothing: int = _default("planner.smoothing")
     """Live traffic: median of the last ``smoothing`` observations."""
 
     def __post_init__(self) -> None:
@@ -337,22 +1104,19 @@ class PlannerSettings:
             )
 
 
-STREAM_SINKS = ("clickhouse", "delta")
-
-
 @dataclass(frozen=True)
 class StreamSettings:
     """Knobs of the streaming wide-table job (per app; a slot group is one query of it)."""
 
-    app: str = "widehouse"
-    tenant_suffix: str | None = None
+    app: str = _default("stream.app")
+    tenant_suffix: str | None = _default("stream.tenant_suffix")
     """Topics live in ``<tenant>-<suffix>`` instead of the catalog's tenants (see Catalog.relocated)."""
-    checkpoint_root: str = ""
-    trigger_seconds: float = 10.0
-    max_messages: int = 500_000
-    sinks: tuple[str, ...] = STREAM_SINKS
-    stop_grace_seconds: float = 30.0
-    max_restarts: int = 3
+    checkpoint_root: str = field(kw_only=True)
+    trigger_seconds: float = _default("stream.trigger_seconds")
+    max_messages: int = _default("stream.max_messages")
+    sinks: tuple[str, ...] = _default("stream.sinks")
+    stop_grace_seconds: float = _default("stream.stop_grace_seconds")
+    max_restarts: int = _default("stream.max_restarts")
 
     def checkpoint(self, group: str) -> str:
         """Checkpoint location of one slot group."""
@@ -372,342 +1136,126 @@ class Settings:
     hive: HiveSettings
     spark: SparkSettings
     local: LocalServicesSettings
-    planner: PlannerSettings = field(default_factory=PlannerSettings)
-    stream: StreamSettings = field(default_factory=StreamSettings)
+    planner: PlannerSettings
+    stream: StreamSettings
 
 
-def mask_url(url: str) -> str:
-    """Replace the password of a URL with ``***``."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
+_GROUPS: dict[str, Callable[..., Any]] = {
+    "pulsar": PulsarSettings,
+    "clickhouse": ClickHouseSettings,
+    "delta": DeltaSettings,
+    "hbase": HBaseSettings,
+    "hive": HiveSettings,
+    "spark": SparkSettings,
+    "local": LocalServicesSettings,
+    "planner": PlannerSettings,
+    "stream": StreamSettings,
+}
 
 
-class _Env:
-    """Reads and validates variables; every error names the variable and the bad value."""
+# -- loading ------------------------------------------------------------------------------------
+
+
+class _Resolver:
+    """Resolves variables (set value, else default) once each, in dependency order."""
 
     def __init__(self, environ: Mapping[str, str]) -> None:
         self._environ = environ
+        self._values: dict[str, Any] = {}
+        self._resolving: set[str] = set()
 
     def raw(self, name: str) -> str | None:
-        if name not in _KNOWN:  # a typo here is a bug in this module, not user input
-            raise KeyError(name)
+        """The stripped text of an environment variable; None when unset or blank."""
         value = self._environ.get(name)
         if value is None:
             return None
-        value = value.strip()
-        return value or None
+        return value.strip() or None
 
-    def get(self, name: str, default: T, parse: Callable[[str], T]) -> T:
-        value = self.raw(name)
-        if value is None:
-            return default
+    def value(self, name: str) -> Any:
+        if name not in self._values:
+            if name in self._resolving:  # a bug in the table, not user input
+                raise RuntimeError(f"derived defaults form a cycle through {name}")
+            self._resolving.add(name)
+            self._values[name] = self._resolve(_BY_NAME[name])
+            self._resolving.discard(name)
+        return self._values[name]
+
+    def scope(self, derived: Derived[Any]) -> dict[str, Any]:
+        return {n: self.value(n) if n in _BY_NAME else self.raw(n) for n in derived.uses}
+
+    def _resolve(self, var: Variable[Any]) -> Any:
+        text = self.raw(var.name)
+        if text is None and var.blank_is_value and var.name in self._environ:
+            text = ""
+        if text is not None:
+            try:
+                return var.parse(text)
+            except (ValueError, ConfigError) as exc:
+                error = ConfigError(f"{var.shown(text)} is invalid: {exc}")
+                if var.secret:  # the cause could quote the value: keep it out of tracebacks
+                    raise error from None
+                raise error from exc
+        if not isinstance(var.default, Derived):
+            return var.default
         try:
-            return parse(value)
+            return var.default.compute(self.scope(var.default))
         except (ValueError, ConfigError) as exc:
-            raise ConfigError(f"{name}={value!r} is invalid: {exc}") from exc
-
-    def port(self, name: str, default: int) -> int:
-        return self.get(name, default, _parse_port)
-
-    def heap(self, name: str, default: str) -> str:
-        return self.get(name, default, _parse_heap)
-
-
-def _parse_port(value: str) -> int:
-    port = int(value)
-    if not 1 <= port <= 65535:
-        raise ValueError("a port must be between 1 and 65535")
-    return port
-
-
-def _parse_heap(value: str) -> str:
-    if not _HEAP_RE.match(value):
-        raise ValueError("expected a JVM size such as 512m or 2g")
-    return value.lower()
-
-
-def _parse_positive_int(value: str) -> int:
-    number = int(value)
-    if number <= 0:
-        raise ValueError("must be a positive integer")
-    return number
-
-
-def _parse_positive_float(value: str) -> float:
-    number = float(value)
-    if number <= 0:
-        raise ValueError("must be a positive number")
-    return number
-
-
-def _parse_app_id(value: str) -> str:
-    if not re.fullmatch(r"[a-z][a-z0-9_-]{0,31}", value):
-        raise ValueError("must be lowercase letters, digits, '-' or '_', starting with a letter (max 32)")
-    return value
-
-
-def _parse_tenant_suffix(value: str) -> str:
-    if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,30}", value):
-        raise ValueError("must be 1-31 lowercase letters, digits or '-'")
-    return value
-
-
-def _parse_sinks(value: str) -> tuple[str, ...]:
-    sinks = tuple(dict.fromkeys(s.strip() for s in value.split(",") if s.strip()))
-    unknown = [s for s in sinks if s not in STREAM_SINKS]
-    if unknown or not sinks:
-        raise ValueError(f"sinks are a comma list of {', '.join(STREAM_SINKS)}")
-    return sinks
-
-
-def _parse_non_negative_int(value: str) -> int:
-    number = int(value)
-    if number < 0:
-        raise ValueError("must be >= 0")
-    return number
-
-
-def _parse_non_negative_float(value: str) -> float:
-    number = float(value)
-    if not number >= 0 or number == float("inf"):
-        raise ValueError("must be a finite number >= 0")
-    return number
-
-
-def _parse_fraction(value: str) -> float:
-    number = float(value)
-    if not 0 < number <= 1:
-        raise ValueError("must be a number in (0, 1]")
-    return number
-
-
-def _parse_bool(value: str) -> bool:
-    lowered = value.lower()
-    if lowered in {"1", "true", "yes", "on"}:
-        return True
-    if lowered in {"0", "false", "no", "off"}:
-        return False
-    raise ValueError("expected true or false")
-
-
-def _url_parser(*schemes: str) -> Callable[[str], str]:
-    def parse(value: str) -> str:
-        parts = urlsplit(value)
-        if parts.scheme not in schemes:
-            raise ValueError(f"scheme must be one of {', '.join(schemes)}")
-        if not parts.netloc:
-            raise ValueError("missing host")
-        return value.rstrip("/")
-
-    return parse
-
-
-def _parse_clickhouse_dsn(value: str) -> str:
-    parts = urlsplit(value)
-    if parts.scheme == "chdb":
-        location = parts.netloc or parts.path
-        if not location:
-            raise ValueError("a chdb DSN needs a location: chdb:///absolute/path or chdb://memory")
-        return value
-    if parts.scheme in {"http", "https"}:
-        if not parts.hostname:
-            raise ValueError("missing host")
-        return value
-    raise ValueError("scheme must be chdb, http or https")
-
-
-def _parse_spark_conf(value: str) -> tuple[tuple[str, str], ...]:
-    pairs: list[tuple[str, str]] = []
-    for raw_item in re.split(r"[;\n]", value):
-        item = raw_item.strip()
-        if not item:
-            continue
-        key, sep, conf_value = item.partition("=")
-        key = key.strip()
-        if not sep or not _CONF_KEY_RE.match(key):
-            raise ValueError(f"{item!r} is not a key=value pair")
-        pairs.append((key, conf_value.strip()))
-    return tuple(pairs)
-
-
-def _parse_identifier(value: str) -> str:
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", value):
-        raise ValueError("must be a plain identifier (letters, digits, underscore)")
-    return value
-
-
-def _parse_jars(value: str) -> tuple[str, ...]:
-    return tuple(j.strip() for j in value.split(",") if j.strip())
-
-
-def default_delta_jars(vendor_dir: Path) -> tuple[str, ...]:
-    """The Delta jars `make setup` resolved; empty when setup has not run (checked at session start)."""
-    return tuple(str(p) for p in sorted((vendor_dir / "delta").glob("*.jar")))
+            raise ConfigError(
+                f"{var.name} is not set and its default ({var.documented_default}) is invalid: {exc}; "
+                f"set {var.name}"
+            ) from exc
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """Build :class:`Settings` from ``WIDEHOUSE_*`` variables (``os.environ`` by default).
 
-    Raises :class:`ConfigError` naming the variable and its value when one is invalid.
+    Raises :class:`ConfigError` naming the variable (and its value, unless it is a secret) when one is
+    invalid.
     """
-    source = os.environ if environ is None else environ
-    env = _Env(source)
+    resolver = _Resolver(os.environ if environ is None else environ)
+    leaves = {var.target: resolver.value(var.name) for var in VARIABLES}
+    for derived in DERIVED_FIELDS:
+        leaves[derived.target] = derived.default.compute(resolver.scope(derived.default))
+    _check_distinct_ports(resolver)
 
-    state_dir = env.get("WIDEHOUSE_STATE_DIR", paths.default_state_dir(), _parse_dir)
-    vendor_dir = env.get("WIDEHOUSE_VENDOR_DIR", paths.default_vendor_dir(), _parse_dir)
-    schemas_dir = env.get("WIDEHOUSE_SCHEMAS_DIR", paths.default_schemas_dir(), _parse_dir)
-
-    local = LocalServicesSettings(
-        state_dir=state_dir,
-        vendor_dir=vendor_dir,
-        java_home=env.raw("WIDEHOUSE_JAVA_HOME") or source.get("JAVA_HOME") or None,
-        pulsar_broker_port=env.port("WIDEHOUSE_PULSAR_BROKER_PORT", 6650),
-        pulsar_web_port=env.port("WIDEHOUSE_PULSAR_WEB_PORT", 8090),
-        pulsar_heap=env.heap("WIDEHOUSE_PULSAR_HEAP", "512m"),
-        pulsar_direct_memory=env.heap("WIDEHOUSE_PULSAR_DIRECT_MEMORY", "512m"),
-        hbase_zk_port=env.port("WIDEHOUSE_HBASE_ZK_PORT", 2181),
-        hbase_master_port=env.port("WIDEHOUSE_HBASE_MASTER_PORT", 16000),
-        hbase_master_info_port=env.port("WIDEHOUSE_HBASE_MASTER_INFO_PORT", 16010),
-        hbase_regionserver_port=env.port("WIDEHOUSE_HBASE_REGIONSERVER_PORT", 16020),
-        hbase_heap=env.heap("WIDEHOUSE_HBASE_HEAP", "768m"),
-        hbase_thrift_port=env.port("WIDEHOUSE_HBASE_THRIFT_PORT", 9090),
-        hbase_thrift_info_port=env.port("WIDEHOUSE_HBASE_THRIFT_INFO_PORT", 9095),
-        hbase_thrift_heap=env.heap("WIDEHOUSE_HBASE_THRIFT_HEAP", "256m"),
-        start_timeout=env.get("WIDEHOUSE_SERVICE_START_TIMEOUT", 180.0, _parse_positive_float),
-    )
-    _check_distinct_ports(local)
-
-    pulsar = PulsarSettings(
-        service_url=env.get(
-            "WIDEHOUSE_PULSAR_SERVICE_URL",
-            f"pulsar://127.0.0.1:{local.pulsar_broker_port}",
-            _url_parser("pulsar", "pulsar+ssl"),
-        ),
-        admin_url=env.get(
-            "WIDEHOUSE_PULSAR_ADMIN_URL",
-            f"http://127.0.0.1:{local.pulsar_web_port}",
-            _url_parser("http", "https"),
-        ),
-        auth_token=env.raw("WIDEHOUSE_PULSAR_AUTH_TOKEN"),
-    )
-
-    clickhouse = ClickHouseSettings(
-        dsn=env.get("WIDEHOUSE_CLICKHOUSE_DSN", f"chdb://{state_dir / 'clickhouse'}", _parse_clickhouse_dsn),
-        database=env.get("WIDEHOUSE_CLICKHOUSE_DATABASE", "wh", _parse_identifier),
-    )
-
-    hbase = HBaseSettings(
-        host=env.raw("WIDEHOUSE_HBASE_HOST") or "127.0.0.1",
-        port=env.port("WIDEHOUSE_HBASE_PORT", local.hbase_thrift_port),
-        timeout_ms=env.get("WIDEHOUSE_HBASE_TIMEOUT_MS", 60000, _parse_positive_int),
-    )
-
-    hive = HiveSettings(
-        metastore_uri=env.get("WIDEHOUSE_HIVE_METASTORE_URI", None, _url_parser("thrift")),
-        warehouse_dir=env.raw("WIDEHOUSE_HIVE_WAREHOUSE") or str(state_dir / "hive" / "warehouse"),
-        metastore_db_dir=str(state_dir / "hive" / "metastore_db"),
-    )
-
-    jars_raw = env.raw("WIDEHOUSE_SPARK_JARS")
-    spark = SparkSettings(
-        master=env.raw("WIDEHOUSE_SPARK_MASTER") or "local[*]",
-        shuffle_partitions=env.get("WIDEHOUSE_SPARK_SHUFFLE_PARTITIONS", 4, _parse_positive_int),
-        ui_enabled=env.get("WIDEHOUSE_SPARK_UI", False, _parse_bool),
-        driver_memory=env.heap("WIDEHOUSE_SPARK_DRIVER_MEMORY", "2g"),
-        # An explicitly empty WIDEHOUSE_SPARK_JARS means "no extra jars" (a cluster that ships Delta).
-        jars=_parse_jars(jars_raw)
-        if jars_raw is not None
-        else (() if "WIDEHOUSE_SPARK_JARS" in source else default_delta_jars(vendor_dir)),
-        extra_conf=env.get("WIDEHOUSE_SPARK_CONF", (), _parse_spark_conf),
-        local_dir=str(state_dir / "spark" / "tmp"),
-    )
-
-    planner = _load_planner(env)
-
-    return Settings(
-        state_dir=state_dir,
-        schemas_dir=schemas_dir,
-        pulsar=pulsar,
-        clickhouse=clickhouse,
-        delta=DeltaSettings(root=env.raw("WIDEHOUSE_DELTA_ROOT") or str(state_dir / "delta")),
-        hbase=hbase,
-        hive=hive,
-        spark=spark,
-        local=local,
-        planner=planner,
-        stream=StreamSettings(
-            app=env.get("WIDEHOUSE_STREAM_APP", "widehouse", _parse_app_id),
-            tenant_suffix=env.get("WIDEHOUSE_TENANT_SUFFIX", None, _parse_tenant_suffix),
-            checkpoint_root=env.raw("WIDEHOUSE_STREAM_CHECKPOINT_ROOT") or str(state_dir / "checkpoints"),
-            trigger_seconds=env.get("WIDEHOUSE_STREAM_TRIGGER_SECONDS", 10.0, _parse_positive_float),
-            max_messages=env.get("WIDEHOUSE_STREAM_MAX_MESSAGES", 500_000, _parse_positive_int),
-            sinks=env.get("WIDEHOUSE_STREAM_SINKS", STREAM_SINKS, _parse_sinks),
-            stop_grace_seconds=env.get("WIDEHOUSE_STREAM_STOP_GRACE_SECONDS", 30.0, _parse_positive_float),
-            max_restarts=env.get("WIDEHOUSE_STREAM_MAX_RESTARTS", 3, _parse_non_negative_int),
-        ),
-    )
+    top: dict[str, Any] = {}
+    groups: dict[str, dict[str, Any]] = {name: {} for name in _GROUPS}
+    for target, value in leaves.items():
+        group, _, leaf = target.partition(".")
+        if leaf:
+            groups[group][leaf] = value
+        else:
+            top[group] = value
+    for group, build in _GROUPS.items():
+        try:
+            top[group] = build(**groups[group])
+        except ConfigError as exc:  # a cross-field check of the group (planner: isolation <= fill)
+            raise ConfigError(f"{_group_variables(group)} settings: {exc}") from exc
+    return Settings(**top)
 
 
-def _load_planner(env: _Env) -> PlannerSettings:
-    default = PlannerSettings()
-    try:
-        return PlannerSettings(
-            slot_capacity=env.get(
-                "WIDEHOUSE_PLAN_SLOT_CAPACITY", default.slot_capacity, _parse_positive_float
-            ),
-            message_cost=env.get(
-                "WIDEHOUSE_PLAN_MESSAGE_COST", default.message_cost, _parse_non_negative_float
-            ),
-            target_fill=env.get("WIDEHOUSE_PLAN_TARGET_FILL", default.target_fill, _parse_fraction),
-            isolation=env.get("WIDEHOUSE_PLAN_ISOLATION", default.isolation, _parse_fraction),
-            partition_capacity=env.get(
-                "WIDEHOUSE_PLAN_PARTITION_CAPACITY", default.partition_capacity, _parse_positive_float
-            ),
-            max_partitions=env.get(
-                "WIDEHOUSE_PLAN_MAX_PARTITIONS", default.max_partitions, _parse_positive_int
-            ),
-            max_group_topics=env.get(
-                "WIDEHOUSE_PLAN_MAX_GROUP_TOPICS", default.max_group_topics, _parse_positive_int
-            ),
-            imbalance=env.get("WIDEHOUSE_PLAN_IMBALANCE", default.imbalance, _parse_non_negative_float),
-            smoothing=env.get("WIDEHOUSE_PLAN_SMOOTHING", default.smoothing, _parse_positive_int),
-        )
-    except ConfigError as exc:
-        if "WIDEHOUSE_PLAN_" in str(exc):
-            raise
-        raise ConfigError(f"WIDEHOUSE_PLAN_* settings: {exc}") from exc
+def _group_variables(group: str) -> str:
+    """``WIDEHOUSE_PLAN_*``: the common prefix of the variables of one settings group."""
+    words = [v.name.split("_") for v in VARIABLES if v.target.startswith(f"{group}.")]
+    common: list[str] = []
+    for parts in zip(*words, strict=False):
+        if len(set(parts)) != 1:
+            break
+        common.append(parts[0])
+    return "_".join([*common, "*"])
 
 
-def _parse_dir(value: str) -> Path:
-    path = Path(value).expanduser()
-    if not path.is_absolute():
-        path = Path.cwd() / path
-    if path.exists() and not path.is_dir():
-        raise ValueError("exists and is not a directory")
-    return path
-
-
-def _check_distinct_ports(local: LocalServicesSettings) -> None:
+def _check_distinct_ports(resolver: _Resolver) -> None:
     seen: dict[int, str] = {}
-    for name in (
-        "pulsar_broker_port",
-        "pulsar_web_port",
-        "hbase_zk_port",
-        "hbase_master_port",
-        "hbase_master_info_port",
-        "hbase_regionserver_port",
-        "hbase_thrift_port",
-        "hbase_thrift_info_port",
-    ):
-        port = getattr(local, name)
+    for var in VARIABLES:
+        if var.parse is not _parse_port or not var.target.startswith("local."):
+            continue
+        port = resolver.value(var.name)
         if port in seen:
-            var_a = "WIDEHOUSE_" + seen[port].upper()
-            var_b = "WIDEHOUSE_" + name.upper()
-            raise ConfigError(f"{var_a} and {var_b} are both {port}; every local service port must differ")
-        seen[port] = name
+            raise ConfigError(
+                f"{seen[port]} and {var.name} are both {port}; every local service port must differ"
+            )
+        seen[port] = var.name
 
 
 def describe(settings: Settings) -> list[tuple[str, str]]:
@@ -717,16 +1265,16 @@ def describe(settings: Settings) -> list[tuple[str, str]]:
         ("state dir", str(s.state_dir)),
         ("vendor dir", str(s.local.vendor_dir)),
         ("schemas dir", str(s.schemas_dir)),
-        ("pulsar service url", s.pulsar.service_url),
-        ("pulsar admin url", s.pulsar.admin_url),
-        ("pulsar auth token", "***" if s.pulsar.auth_token else "(none)"),
+        ("pulsar service url", s.pulsar.display_service_url),
+        ("pulsar admin url", s.pulsar.display_admin_url),
+        ("pulsar auth token", MASK if s.pulsar.auth_token else "(none)"),
         ("clickhouse dsn", s.clickhouse.display_dsn),
         ("clickhouse database", s.clickhouse.database),
         ("delta root", s.delta.root),
         ("hbase thrift", f"{s.hbase.host}:{s.hbase.port}"),
-        ("hive metastore", s.hive.metastore_uri or f"embedded ({s.hive.metastore_db_dir})"),
+        ("hive metastore", mask_url(s.hive.metastore_uri or "") or f"embedded ({s.hive.metastore_db_dir})"),
         ("hive warehouse", s.hive.warehouse_dir),
-        ("spark master", s.spark.master),
+        ("spark master", mask_url(s.spark.master)),
         ("spark jars", ", ".join(s.spark.jars) or "(none)"),
         (
             "slot planner",

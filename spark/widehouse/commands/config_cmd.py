@@ -24,7 +24,8 @@ def variables_markdown() -> str:
     """The README's configuration table."""
     lines = ["| Variable | Default | Meaning |", "|---|---|---|"]
     for v in VARIABLES:
-        default = v.default if v.default.startswith("(") else f"`{v.default}`"
+        text = v.documented_default
+        default = text if text.startswith("(") else f"`{text}`"
         lines.append(f"| `{v.name}` | {default} | {v.help.replace('|', '/')} |")
     return "\n".join(lines)
 
@@ -33,7 +34,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.variables and args.markdown:
         print(variables_markdown())
     elif args.variables:
-        print(render(("variable", "default", "meaning"), [(v.name, v.default, v.help) for v in VARIABLES]))
+        rows = [(v.name, v.documented_default, v.help) for v in VARIABLES]
+        print(render(("variable", "default", "meaning"), rows))
     else:
         print(render(("setting", "value"), describe(settings)))
     return 0

@@ -17,19 +17,15 @@ from collections.abc import Callable
 from typing import Any
 
 from widehouse.commands.table import render
-from widehouse.errors import ConfigError, PlanError
+from widehouse.errors import ConfigError
 from widehouse.planner import (
     Plan,
     PlanDiff,
     PlannerSettings,
-    TopicTraffic,
-    diff_plans,
     load_plan,
-    load_traffic_csv,
-    plan,
-    save_plan,
     summarize,
 )
+from widehouse.planner.replan import LiveSelection, gather_traffic, replan
 from widehouse.settings import Settings
 
 _RATE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKMG]?)(?:B(?:/s)?)?\s*$")
@@ -163,19 +159,18 @@ def planner_settings(args: argparse.Namespace, settings: Settings) -> PlannerSet
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     knobs = planner_settings(args, settings)
-    previous = load_plan(args.previous) if args.previous else None
-    traffic = _traffic(args, settings, knobs)
-    result = plan(traffic, knobs, previous)
-    save_plan(result, args.output)
-    diff = diff_plans(previous, result) if previous else None
-    print(render_groups(result, knobs, diff, args.show))
+    previous = load_plan(args.previous) if args.previous else None  # a bad file fails before any work
+    live = LiveSelection(
+        tuple(args.tenant), tuple(args.namespace), args.topics_regex, args.samples, args.interval
+    )
+    traffic = gather_traffic(settings, knobs, args.traffic, live)
+    result = replan(settings, knobs, traffic, args.output, previous=previous, apply=args.apply)
+    print(render_groups(result.plan, knobs, result.diff, args.show))
     print()
-    print(render_totals(result, knobs, diff, args.previous))
+    print(render_totals(result.plan, knobs, result.diff, args.previous))
     print(f"wrote {args.output}")
     if args.apply:
-        from widehouse.planner.apply import apply_partitions
-
-        changes = apply_partitions(settings.pulsar, result)
+        changes = result.changes
         counts = {
             a: sum(1 for c in changes if c.action == a) for a in ("created", "grown", "unchanged", "skipped")
         }
@@ -189,32 +184,6 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             if len(rows) > args.show:
                 print(f"... {len(rows) - args.show} more")
     return 0
-
-
-def _traffic(args: argparse.Namespace, settings: Settings, knobs: PlannerSettings) -> list[TopicTraffic]:
-    live_flags = args.namespace or args.tenant or args.topics_regex
-    if args.traffic:
-        if live_flags:
-            raise ConfigError(
-                "--namespace, --tenant and --topics-regex select live topics; drop them or --traffic"
-            )
-        records = load_traffic_csv(args.traffic)
-        if not records:
-            raise PlanError(f"traffic file {args.traffic} lists no topics")
-        return records
-    from widehouse.planner.live import TopicSelection, live_traffic
-    from widehouse.planner.observations import DEFAULT_KEEP, ObservationStore
-
-    selection = TopicSelection(tuple(args.tenant), tuple(args.namespace), args.topics_regex)
-    store = ObservationStore(settings.state_dir / "planner", keep=max(DEFAULT_KEEP, knobs.smoothing))
-    return live_traffic(
-        settings.pulsar,
-        store,
-        selection,
-        window=knobs.smoothing,
-        samples=args.samples,
-        interval=args.interval,
-    )
 
 
 def human_rate(value: float) -> str:

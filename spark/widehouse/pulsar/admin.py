@@ -30,6 +30,7 @@ class PulsarAdmin:
         import requests
 
         self.base_url = settings.admin_url.rstrip("/")
+        self.display_url = settings.display_admin_url.rstrip("/")  # credentials masked, for messages
         self.timeout = timeout
         from requests.adapters import HTTPAdapter
         from urllib3.util.retry import Retry
@@ -68,13 +69,14 @@ class PulsarAdmin:
         import requests
 
         url = f"{self.base_url}/admin/v2/{path}"
+        shown = f"{self.display_url}/admin/v2/{path}"  # credentials masked
         try:
             response = self._session.request(method, url, json=json, params=params, timeout=self.timeout)
         except requests.RequestException as exc:
-            raise PulsarError(f"Pulsar admin {method} {url} failed: {exc}") from exc
+            raise PulsarError(f"Pulsar admin {method} {shown} failed: {exc}") from exc
         if response.status_code not in ok:
             reason = response.text.strip()[:500]
-            raise PulsarError(f"Pulsar admin {method} {url} answered {response.status_code}: {reason}")
+            raise PulsarError(f"Pulsar admin {method} {shown} answered {response.status_code}: {reason}")
         if not response.content:
             return None
         try:
@@ -95,13 +97,14 @@ class PulsarAdmin:
         import requests
 
         url = f"{self.base_url}/admin/v2/{path}"
+        shown = f"{self.display_url}/admin/v2/{path}"  # credentials masked
         try:
             response = self._session.request(method, url, json=json, params=params, timeout=self.timeout)
         except requests.RequestException as exc:
-            raise PulsarError(f"Pulsar admin {method} {url} failed: {exc}") from exc
+            raise PulsarError(f"Pulsar admin {method} {shown} failed: {exc}") from exc
         if response.status_code not in ok:
             reason = response.text.strip()[:500]
-            raise PulsarError(f"Pulsar admin {method} {url} answered {response.status_code}: {reason}")
+            raise PulsarError(f"Pulsar admin {method} {shown} answered {response.status_code}: {reason}")
         return response
 
     # -- clusters, tenants, namespaces -------------------------------------------------------
