@@ -29,7 +29,7 @@ from widehouse.errors import ConfigError, PlanError
 from widehouse.planner.model import TopicTraffic, check_topic
 from widehouse.planner.observations import ObservationStore
 from widehouse.pulsar.admin import PulsarAdmin
-from widehouse.settings import PulsarSettings
+from widehouse.settings import PulsarSettings, mask_url
 
 _log = logging.getLogger("widehouse.planner.live")
 
@@ -184,7 +184,7 @@ def live_traffic(
     with PulsarAdmin(pulsar) as admin:
         topics = list_live_topics(admin, selection)
     if not topics:
-        raise PlanError(f"no topics found in {selection.describe()} at {pulsar.admin_url}")
+        raise PlanError(f"no topics found in {selection.describe()} at {mask_url(pulsar.admin_url)}")
     latest: dict[str, TopicTraffic] = {}
     for round_ in range(samples):
         if round_:

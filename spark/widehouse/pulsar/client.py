@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from widehouse.errors import PulsarError
-from widehouse.settings import PulsarSettings
+from widehouse.settings import PulsarSettings, mask_url
 
 _log = logging.getLogger("widehouse.pulsar.client")
 # the C++ client logs every connection at INFO; keep it to warnings unless asked
@@ -30,4 +30,6 @@ def connect(settings: PulsarSettings, **kwargs: Any) -> Any:
     try:
         return pulsar.Client(settings.service_url, **options)
     except Exception as exc:  # the C++ client raises its own exception types
-        raise PulsarError(f"cannot create a Pulsar client for {settings.service_url}: {exc}") from exc
+        raise PulsarError(
+            f"cannot create a Pulsar client for {mask_url(settings.service_url)}: {exc}"
+        ) from exc

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from widehouse.errors import ConfigError, PulsarError
 from widehouse.pulsar.positions import EARLIEST
 from widehouse.pulsar.topics import TopicName
-from widehouse.settings import PulsarSettings
+from widehouse.settings import PulsarSettings, mask_url
 from widehouse.source.admission import Limits
 from widehouse.source.broker import TopicSelector
 from widehouse.source.offsets import LATEST, OffsetSpec, parse_offset_spec
@@ -270,10 +270,11 @@ def _pulsar_settings(opts: _Opts, defaults: PulsarSettings | None) -> PulsarSett
         from widehouse.settings import load_settings
 
         defaults = load_settings().pulsar
-    if service_url is not None and not re.match(r"^pulsar(\+ssl)?://[^/]+", service_url):
-        raise ConfigError(f"option serviceUrl={service_url!r} must be pulsar://host:port or pulsar+ssl://")
-    if admin_url is not None and not re.match(r"^https?://[^/]+", admin_url):
-        raise ConfigError(f"option adminUrl={admin_url!r} must be http(s)://host:port")
+    if service_url is not None and not re.match(r"pulsar(\+ssl)?://[^/\s]+", service_url):
+        shown = mask_url(service_url)
+        raise ConfigError(f"option serviceUrl={shown!r} must be pulsar://host:port or pulsar+ssl://")
+    if admin_url is not None and not re.match(r"https?://[^/\s]+", admin_url):
+        raise ConfigError(f"option adminUrl={mask_url(admin_url)!r} must be http(s)://host:port")
     assert defaults is not None or (service_url and admin_url)
     return PulsarSettings(
         service_url=service_url or (defaults.service_url if defaults else ""),
