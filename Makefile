@@ -49,7 +49,7 @@ $(DELTA_STAMP): docker/maven/delta/pom.xml scripts/mvn.sh
 	$(MVN) -f docker/maven/delta/pom.xml -Dout.dir=$(VENDOR)/delta package
 	@touch $@
 
-up: setup ## start Pulsar, HBase and HBase Thrift on loopback (no-op when running)
+up: setup ## start Pulsar, HBase, HBase Thrift and ClickHouse on loopback (no-op when running)
 	$(VENV)/bin/widehouse services up
 
 down: ## stop every local service

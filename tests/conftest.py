@@ -3,7 +3,8 @@
 - ``settings``: Settings for this test session. State (chDB data, Delta tables, Hive metastore,
   checkpoints, and services started by the tests) lives in a fresh temporary state dir; service
   endpoints come from the environment / defaults, so tests can target other services by URL.
-- ``services``: the real local services. Reused when they already answer on the configured ports
+- ``services``: the real local services (Pulsar, HBase + Thrift, the ClickHouse service). Reused
+  when they already answer on the configured ports
   (e.g. a developer ran ``widehouse services up``) and then left running; otherwise started once
   for the session and stopped at its end.
 - ``spark``: one local SparkSession (Delta + Hive) for the session, tuned small.
@@ -33,9 +34,15 @@ SPARK_TEST_CONF = {
 
 
 def settings_for(state_dir: Path, **overrides: str) -> Settings:
-    """Settings over the current environment with the state dir (and anything else) replaced."""
-    env = {**os.environ, "WIDEHOUSE_STATE_DIR": str(state_dir), **overrides}
-    return load_settings(env)
+    """Settings over the current environment with the state dir (and anything else) replaced.
+
+    ``WIDEHOUSE_TEST_CLICKHOUSE_DSN`` points the ClickHouse tests at any ClickHouse server instead
+    of the local service.
+    """
+    env = {**os.environ, "WIDEHOUSE_STATE_DIR": str(state_dir)}
+    if os.environ.get("WIDEHOUSE_TEST_CLICKHOUSE_DSN"):
+        env["WIDEHOUSE_CLICKHOUSE_DSN"] = os.environ["WIDEHOUSE_TEST_CLICKHOUSE_DSN"]
+    return load_settings({**env, **overrides})
 
 
 @pytest.fixture(scope="session")
@@ -50,7 +57,7 @@ def settings(state_dir: Path) -> Settings:
 
 @pytest.fixture(scope="session")
 def services(settings: Settings) -> Iterator[Settings]:
-    """Real Pulsar, HBase and HBase Thrift for the session (reused if already running)."""
+    """Real Pulsar, HBase, HBase Thrift and ClickHouse for the session (reused if already running)."""
     manager = ServiceManager(settings.local)
     if manager.answering():
         yield settings
@@ -69,3 +76,14 @@ def spark(settings: Settings) -> Iterator[Any]:
     session = build_session(settings, "widehouse-tests", overrides=SPARK_TEST_CONF)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def warehouse(services: Settings) -> Iterator[Any]:
+    """A ClickHouse client on the session's ClickHouse (the local service or
+    ``WIDEHOUSE_TEST_CLICKHOUSE_DSN``)."""
+    from widehouse import clickhouse
+
+    client = clickhouse.connect(services.clickhouse)
+    yield client
+    client.close()

@@ -466,9 +466,8 @@ LOCAL_SERVER_CLICKHOUSE_DSN: Derived[str] = Derived(
         + f"/{r['WIDEHOUSE_CLICKHOUSE_DATABASE']}"
     ),
 )
-# The default of WIDEHOUSE_CLICKHOUSE_DSN; switch to LOCAL_SERVER_CLICKHOUSE_DSN once `widehouse
-# services` runs the local ClickHouse server.
-CLICKHOUSE_DSN_DEFAULT = EMBEDDED_CLICKHOUSE_DSN
+# The default of WIDEHOUSE_CLICKHOUSE_DSN: the local `clickhouse` service of `widehouse services`.
+CLICKHOUSE_DSN_DEFAULT = LOCAL_SERVER_CLICKHOUSE_DSN
 
 
 def default_delta_jars(vendor_dir: Path) -> tuple[str, ...]:
@@ -535,8 +534,8 @@ VARIABLES: tuple[Variable[Any], ...] = (
         CLICKHOUSE_DSN_DEFAULT,
         _parse_clickhouse_dsn,
         "clickhouse.dsn",
-        "ClickHouse: `chdb:///abs/path` for the embedded engine, or "
-        "`http(s)://user:pass@host:8123/db` for a server.",
+        "ClickHouse: `http(s)://user:pass@host:8123/db` for a server (by default the local `clickhouse` "
+        "service), or `chdb:///abs/path` for an in-process engine owned by one process.",
         secret=True,
     ),
     Variable(

@@ -22,10 +22,12 @@ pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.spark, pytes
 
 
 def test_demo_runs_the_pipeline_and_matches_the_manifest(services: Settings, tmp_path: Path) -> None:
+    suffix = "demo" + uuid.uuid4().hex[:6]
     env = {
         **os.environ,
         "WIDEHOUSE_STATE_DIR": str(tmp_path),
-        "WIDEHOUSE_TENANT_SUFFIX": "demo" + uuid.uuid4().hex[:6],
+        "WIDEHOUSE_TENANT_SUFFIX": suffix,
+        "WIDEHOUSE_CLICKHOUSE_DATABASE": f"wh_{suffix}",  # the demo resets its tables: not a shared one
         "WIDEHOUSE_SPARK_MASTER": "local[2]",
         "WIDEHOUSE_STREAM_TRIGGER_SECONDS": "2",
     }

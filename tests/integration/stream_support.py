@@ -1,9 +1,8 @@
 """Helpers for the streaming job's tests: an isolated deployment, the job as a subprocess, read-back.
 
-Each test gets its own state dir (chDB data, Delta tables, checkpoints) and its own Pulsar tenants
-(``<tenant>-<suffix>``), runs the job exactly as a user does (``python -m widehouse stream ...``),
-and reads ClickHouse back through a subprocess too: chDB serves one data path per process, and the
-test process already has its own.
+Each test gets its own state dir (Delta tables, checkpoints), its own ClickHouse database on the
+session's ClickHouse service and its own Pulsar tenants (``<tenant>-<suffix>``), and runs the job
+exactly as a user does (``python -m widehouse stream ...``).
 """
 
 from __future__ import annotations
@@ -16,15 +15,19 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.integration.pulsar_support import send_exact
 from widehouse.catalog import Catalog, load_catalog
 from widehouse.generator.manifest import Manifest, diff_rows
 from widehouse.generator.options import GenerateOptions
 from widehouse.generator.run import generate
 from widehouse.planner import TopicTraffic, plan, save_plan
+from widehouse.pulsar import PulsarAdmin
+from widehouse.pulsar import client as pulsar_client
 from widehouse.settings import PlannerSettings, Settings, load_settings
 
 STREAM_TIMEOUT = 900
@@ -49,6 +52,8 @@ class Deployment:
             "WIDEHOUSE_SPARK_SHUFFLE_PARTITIONS": "2",
             "WIDEHOUSE_STREAM_TRIGGER_SECONDS": "1",
             "WIDEHOUSE_STREAM_STOP_GRACE_SECONDS": "60",
+            # every deployment shares the session's ClickHouse service: its own database isolates it
+            "WIDEHOUSE_CLICKHOUSE_DATABASE": f"wh_{self.suffix}",
             **self.extra_env,
         }
         if self.schemas_dir is not None:
@@ -82,6 +87,31 @@ class Deployment:
                 **options,
             ),
         )
+
+    def publish_messages(self, messages: Iterable[tuple[str, str | None, bytes, int | None]]) -> list[str]:
+        """Publish exact (catalog topic, key, payload, event ms) messages, in order, to this deployment's
+        copies of the topics (created with the catalog's partition counts as needed); returns their
+        message ids. The broker stamps the publish times."""
+        topics = {t.origin: t for t in self.catalog.topics}
+        relocated = []
+        for topic, key, payload, event_ms in messages:
+            if topic not in topics:
+                raise ValueError(f"{topic} is not a topic of the catalog in {self.settings.schemas_dir}")
+            relocated.append((str(topics[topic].name), key, payload, event_ms))
+        with PulsarAdmin(self.settings.pulsar) as admin:
+            for used in {name for name, *_ in relocated}:
+                described = next(t for t in topics.values() if str(t.name) == used)
+                admin.ensure_partitions(described.name, described.traffic.partitions)
+        client = pulsar_client.connect(self.settings.pulsar)
+        try:
+            return send_exact(client, relocated)
+        finally:
+            client.close()
+
+    @property
+    def topic_origins(self) -> dict[str, str]:
+        """This deployment's topic names (as the sinks' ``topic`` columns hold them) -> the catalog's."""
+        return {str(t.name): t.origin for t in self.catalog.topics}
 
     def plan_groups(self, groups: int = 2, topics: list[str] | None = None) -> list[list[str]]:
         """A plan with ``groups`` slot groups over the (relocated) catalog's topics."""

@@ -19,6 +19,13 @@ from widehouse.settings import Settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.clickhouse]
 
+
+@pytest.fixture
+def settings(services: Settings) -> Settings:
+    """The session's settings, with its ClickHouse running."""
+    return services
+
+
 ROOT = Path(__file__).parents[2]
 HOUR = 1_778_400_000_000  # 2026-05-10T08:00:00Z
 TS = pa.timestamp("ms", tz="UTC")

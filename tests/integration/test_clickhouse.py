@@ -1,8 +1,10 @@
-"""The real ClickHouse engine (embedded chDB by default) through clickhouse-connect."""
+"""The real ClickHouse engine through clickhouse-connect: the local service (or any server given by
+WIDEHOUSE_TEST_CLICKHOUSE_DSN) over HTTP, and an in-process chDB engine."""
 
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -12,6 +14,12 @@ from widehouse.errors import ClickHouseError
 from widehouse.settings import ClickHouseSettings, Settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.clickhouse]
+
+
+@pytest.fixture
+def settings(services: Settings) -> Settings:
+    """The session's settings, with its ClickHouse running."""
+    return services
 
 
 def test_create_insert_arrow_and_query(settings: Settings) -> None:
@@ -53,16 +61,17 @@ def test_engine_data_persists_across_clients(settings: Settings) -> None:
     assert first.scalar(f"EXISTS TABLE {table}") == 0
 
 
-def test_a_second_process_on_the_same_embedded_path_is_refused_clearly(settings: Settings) -> None:
+def test_a_second_process_on_the_same_embedded_path_is_refused_clearly(tmp_path: Path) -> None:
     """chDB's rule: one process per data path. The error must say so, not just 'BAD_ARGUMENTS'."""
     import subprocess
     import sys
 
-    holder = clickhouse.connect(settings.clickhouse)  # this process holds the path while it has a client
+    dsn = f"chdb://{tmp_path / 'engine'}"
+    holder = clickhouse.connect(ClickHouseSettings(dsn=dsn))  # this process holds the path now
     code = (
         "from widehouse import clickhouse\n"
         "from widehouse.settings import ClickHouseSettings\n"
-        f"clickhouse.connect(ClickHouseSettings(dsn={settings.clickhouse.dsn!r}))\n"
+        f"clickhouse.connect(ClickHouseSettings(dsn={dsn!r}))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.returncode != 0

@@ -14,9 +14,13 @@ import sys
 import time
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
+from widehouse import clickhouse
+from widehouse.errors import ClickHouseError
 from widehouse.services.process import find_marked_pids
+from widehouse.settings import load_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -29,7 +33,9 @@ PORT_VARIABLES = (
     "WIDEHOUSE_HBASE_REGIONSERVER_PORT",
     "WIDEHOUSE_HBASE_THRIFT_PORT",
     "WIDEHOUSE_HBASE_THRIFT_INFO_PORT",
+    "WIDEHOUSE_CLICKHOUSE_PORT",
 )
+SERVICES = ("pulsar", "hbase", "hbase-thrift", "clickhouse")
 
 
 def free_ports(count: int) -> list[int]:
@@ -57,9 +63,7 @@ def cli(env: dict[str, str], *args: str, timeout: float = 300) -> subprocess.Com
 def test_up_twice_status_crash_and_down_leave_nothing(tmp_path: Path) -> None:
     env = {**os.environ, "WIDEHOUSE_STATE_DIR": str(tmp_path / "state")}
     env.update(zip(PORT_VARIABLES, map(str, free_ports(len(PORT_VARIABLES))), strict=True))
-    markers = [
-        f"-Dwidehouse.service={name}@{tmp_path / 'state'}" for name in ("pulsar", "hbase", "hbase-thrift")
-    ]
+    markers = [f"-Dwidehouse.service={name}@{tmp_path / 'state'}" for name in SERVICES]
     try:
         t0 = time.monotonic()
         up = cli(env, "up")
@@ -70,25 +74,44 @@ def test_up_twice_status_crash_and_down_leave_nothing(tmp_path: Path) -> None:
 
         status = cli(env, "status")
         assert status.returncode == 0
-        assert [line.split()[1] for line in status.stdout.splitlines()[2:]] == ["running"] * 3
+        assert [line.split()[1] for line in status.stdout.splitlines()[2:]] == ["running"] * len(SERVICES)
 
         again = cli(env, "up")
         assert again.returncode == 0
-        assert again.stdout.count("already running") == 3
+        assert again.stdout.count("already running") == len(SERVICES)
         assert "starting" not in again.stdout
 
-        # a crashed service: its pid file is stale; status says so and `up` restarts only it
-        thrift_pid = int((tmp_path / "state/services/hbase-thrift/hbase-thrift.pid").read_text().split()[0])
-        os.kill(thrift_pid, signal.SIGKILL)
+        # ClickHouse data acknowledged before a SIGKILL of its service is there after `up`
+        settings = load_settings(env)
+        warehouse = clickhouse.connect(settings.clickhouse)
+        warehouse.command("CREATE TABLE kept (x UInt32) ENGINE = MergeTree ORDER BY x")
+        warehouse.insert("kept", pa.table({"x": pa.array([1, 2, 3], pa.uint32())}), token="kept-1")
+
+        # crashed services: their pid files are stale; status says so and `up` restarts only them
+        for name in ("hbase-thrift", "clickhouse"):
+            pid = int((tmp_path / f"state/services/{name}/{name}.pid").read_text().split()[0])
+            os.kill(pid, signal.SIGKILL)
         time.sleep(1)
         status = cli(env, "status")
         assert status.returncode == 3
         states = {line.split()[0]: line.split()[1] for line in status.stdout.splitlines()[2:]}
-        assert states == {"pulsar": "running", "hbase": "running", "hbase-thrift": "stopped"}
+        assert states == {
+            "pulsar": "running",
+            "hbase": "running",
+            "hbase-thrift": "stopped",
+            "clickhouse": "stopped",
+        }
+        with pytest.raises(ClickHouseError, match=r"127\.0\.0\.1"):
+            clickhouse.connect(settings.clickhouse, connect_timeout=2)  # names where it looked
         restart = cli(env, "up")
         assert restart.returncode == 0, restart.stderr
         assert "hbase-thrift: starting" in restart.stdout
+        assert "clickhouse: starting" in restart.stdout
         assert "pulsar: already running" in restart.stdout
+        again = clickhouse.connect(settings.clickhouse)
+        assert again.rows("SELECT x FROM kept ORDER BY x") == [(1,), (2,), (3,)]
+        again.insert("kept", pa.table({"x": pa.array([1, 2, 3], pa.uint32())}), token="kept-1")
+        assert again.scalar("SELECT count() FROM kept") == 3  # the replay after the crash: a no-op
     finally:
         down = cli(env, "down")
     assert down.returncode == 0, down.stderr

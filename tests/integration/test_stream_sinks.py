@@ -14,6 +14,12 @@ from widehouse.stream.tables import QUARANTINE, QUARANTINE_SHAPE, ensure_clickho
 pytestmark = [pytest.mark.integration, pytest.mark.clickhouse]
 
 
+@pytest.fixture
+def settings(services: Settings) -> Settings:
+    """The session's settings, with its ClickHouse running."""
+    return services
+
+
 def test_tables_are_created_once_and_replayed_batches_change_nothing(settings: Settings) -> None:
     client = clickhouse.connect(settings.clickhouse)
     catalog = load_catalog(settings.schemas_dir)

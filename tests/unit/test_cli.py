@@ -60,7 +60,12 @@ def test_status_of_stopped_services_exits_3(tmp_path: Path) -> None:
     out = run_cli("services", "status", env={"WIDEHOUSE_STATE_DIR": str(tmp_path)})
     assert out.returncode == 3
     states = {line.split()[0]: line.split()[1] for line in out.stdout.splitlines()[2:]}
-    assert states == {"pulsar": "stopped", "hbase": "stopped", "hbase-thrift": "stopped"}
+    assert states == {
+        "pulsar": "stopped",
+        "hbase": "stopped",
+        "hbase-thrift": "stopped",
+        "clickhouse": "stopped",
+    }
 
 
 def test_up_without_setup_explains_what_to_run(tmp_path: Path) -> None:

@@ -12,7 +12,6 @@ from widehouse.errors import ConfigError, PulsarError
 from widehouse.settings import (
     CLICKHOUSE_DSN_DEFAULT,
     DERIVED_FIELDS,
-    EMBEDDED_CLICKHOUSE_DSN,
     LOCAL_SERVER_CLICKHOUSE_DSN,
     VARIABLES,
     ClickHouseSettings,
@@ -196,7 +195,7 @@ def test_dataclass_defaults_come_from_the_table() -> None:
 def test_documented_defaults() -> None:
     doc = {v.name: v.documented_default for v in VARIABLES}
     assert doc["WIDEHOUSE_DELTA_ROOT"] == "<state>/delta"
-    assert doc["WIDEHOUSE_CLICKHOUSE_DSN"] == "chdb://<state>/clickhouse"
+    assert doc["WIDEHOUSE_CLICKHOUSE_DSN"] == "http://<user>:<password>@127.0.0.1:<port>/<database>"
     assert doc["WIDEHOUSE_PLAN_SLOT_CAPACITY"] == "20000000"
     assert doc["WIDEHOUSE_PLAN_TARGET_FILL"] == "0.8"
     assert doc["WIDEHOUSE_STREAM_SINKS"] == "clickhouse,delta"
@@ -216,8 +215,8 @@ def test_defaults_describe_local_mode(tmp_path: Path) -> None:
     assert s.pulsar.service_url == "pulsar://127.0.0.1:6650"
     assert s.pulsar.admin_url == "http://127.0.0.1:8090"
     assert s.pulsar.auth_token is None
-    assert s.clickhouse.dsn == f"chdb://{tmp_path}/clickhouse"
-    assert s.clickhouse.embedded
+    assert s.clickhouse.dsn == "http://widehouse:widehouse-local@127.0.0.1:8123/wh"  # the local service
+    assert not s.clickhouse.embedded  # the local service, over HTTP
     assert s.clickhouse.database == "wh"
     assert s.delta.root == str(tmp_path / "delta")
     assert (s.hbase.host, s.hbase.port) == ("127.0.0.1", 9090)
@@ -319,7 +318,7 @@ def test_local_clickhouse_url_quotes_the_password(tmp_path: Path) -> None:
     assert "p@ss" not in repr(local)
 
 
-def test_the_local_server_dsn_default_is_ready_to_switch_to() -> None:
+def test_the_default_dsn_is_the_local_service() -> None:
     env = {**BASE, "WIDEHOUSE_CLICKHOUSE_PASSWORD": "p@ss", "WIDEHOUSE_CLICKHOUSE_PORT": "18123"}
     s = load_settings(env)
     scope = {
@@ -334,7 +333,8 @@ def test_the_local_server_dsn_default_is_ready_to_switch_to() -> None:
     assert load_settings({**env, "WIDEHOUSE_CLICKHOUSE_DSN": dsn}).clickhouse.display_dsn == (
         "http://widehouse:***@127.0.0.1:18123/wh"
     )
-    assert CLICKHOUSE_DSN_DEFAULT is EMBEDDED_CLICKHOUSE_DSN  # until the wiring phase switches it
+    assert CLICKHOUSE_DSN_DEFAULT is LOCAL_SERVER_CLICKHOUSE_DSN
+    assert s.clickhouse.dsn == dsn
 
 
 # -- validation ---------------------------------------------------------------------------------

@@ -14,12 +14,18 @@ from dataclasses import dataclass
 
 from widehouse.errors import ConfigError, ServiceError
 from widehouse.services.base import LocalService
+from widehouse.services.clickhouse import ClickHouseService
 from widehouse.services.hbase import HBaseStandalone, HBaseThrift
 from widehouse.services.process import ManagedProcess, tail
 from widehouse.services.pulsar import PulsarStandalone
 from widehouse.settings import LocalServicesSettings
 
-SERVICE_CLASSES: tuple[type[LocalService], ...] = (PulsarStandalone, HBaseStandalone, HBaseThrift)
+SERVICE_CLASSES: tuple[type[LocalService], ...] = (
+    PulsarStandalone,
+    HBaseStandalone,
+    HBaseThrift,
+    ClickHouseService,
+)
 
 Reporter = Callable[[str], None]
 
