@@ -30,7 +30,14 @@ from widehouse.catalog.model import (
     WideTable,
 )
 from widehouse.catalog.problems import CatalogValidationError, Problem
-from widehouse.catalog.semantics.parse import REJECTION_REASONS, Accepted, Rejected, parse_event
+from widehouse.catalog.semantics.parse import (
+    OVERFLOW,
+    QUARANTINE_REASONS,
+    REJECTION_REASONS,
+    Accepted,
+    Rejected,
+    parse_event,
+)
 from widehouse.catalog.types import Field, FieldType
 
 __all__ = [
@@ -38,6 +45,8 @@ __all__ = [
     "DAY_MS",
     "DEFAULT_RULES",
     "HOUR_MS",
+    "OVERFLOW",
+    "QUARANTINE_REASONS",
     "REJECTION_REASONS",
     "Accepted",
     "Catalog",

@@ -16,12 +16,12 @@ from datetime import date
 from widehouse.catalog.model import OfflineSource
 from widehouse.errors import CatalogError
 
-_DB_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+_DB_RE = re.compile(r"[a-z_][a-z0-9_]{0,62}")  # fullmatch
 
 
 def render_offline_sql(source: OfflineSource, database: str) -> str:
     """The source's SQL with ``${db}`` replaced; ``:day`` is left for Spark to bind."""
-    if not _DB_RE.match(database):
+    if not _DB_RE.fullmatch(database):
         raise CatalogError(f"Hive database name {database!r} is not a plain lower-case identifier")
     try:
         text = source.sql_path.read_text(encoding="utf-8")

@@ -18,7 +18,7 @@ NUMERIC: frozenset[str] = frozenset({"long", "int", "double"})
 INTEGRAL: frozenset[str] = frozenset({"long", "int", "timestamp-ms"})
 ORDERED: frozenset[str] = frozenset({"long", "int", "double", "string", "timestamp-ms"})
 
-IDENTIFIER_RE = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+IDENTIFIER_RE = re.compile(r"[a-z][a-z0-9_]{0,62}")  # always fullmatch: `$` lets "name\n" pass
 INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)
 
@@ -47,7 +47,7 @@ def check_identifier(name: object) -> str | None:
     """None if ``name`` is a safe SQL identifier (``^[a-z][a-z0-9_]{0,62}$``), else what is wrong."""
     if not isinstance(name, str):
         return f"{name!r} is not a string"
-    if not IDENTIFIER_RE.match(name):
+    if not IDENTIFIER_RE.fullmatch(name):
         return (
             f"{name!r} is not a safe identifier: use lower-case letters, digits and _, "
             "starting with a letter, at most 63 characters"

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 OFFLINE_TABLES_SQL = "hive/offline_tables.sql"
-_DB_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+_DB_RE = re.compile(r"[a-z_][a-z0-9_]{0,62}")  # fullmatch
 COUNTRIES = ["ID", "IN", "PK", "BD", "EG", "SA", "US", "VN", "TH", "PH"]
 LANGUAGES = {
     "ID": "id",
@@ -67,7 +67,7 @@ class OfflineSpec:
             raise ConfigError(f"users {self.users} must be between 1 and 10,000,000")
         if not self.days:
             raise ConfigError("give at least one day")
-        if not _DB_RE.match(self.database):
+        if not _DB_RE.fullmatch(self.database):
             raise ConfigError(f"--database {self.database!r} is not a plain lower-case identifier")
         return self
 
@@ -173,7 +173,7 @@ _SCHEMAS = {
 # ------------------------------------------------------------------------------------ Spark
 def create_tables(spark: SparkSession, sql_dir: Path, database: str) -> None:
     """``CREATE DATABASE`` and the three tables (``sql/hive/offline_tables.sql``), if missing."""
-    if not _DB_RE.match(database):
+    if not _DB_RE.fullmatch(database):
         raise ConfigError(f"Hive database {database!r} is not a plain lower-case identifier")
     path = sql_dir / OFFLINE_TABLES_SQL
     try:

@@ -153,7 +153,7 @@ def _group(raw: Any, where: str) -> Group:
         if key not in raw:
             raise PlanError(f"{where}: missing field {key!r}")
     name = raw["name"]
-    if not isinstance(name, str) or not GROUP_NAME_RE.match(name):
+    if not isinstance(name, str) or not GROUP_NAME_RE.fullmatch(name):
         raise PlanError(
             f"{where}.name: {name!r} is not a safe group name (lower-case letters, digits, - and _)"
         )

@@ -35,7 +35,7 @@ _log = logging.getLogger("widehouse.planner.live")
 
 SYSTEM_TENANTS = frozenset({"pulsar"})
 SYSTEM_NAMESPACES = frozenset({"public/functions"})
-_NAMESPACE_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-=:]*/[A-Za-z0-9_][A-Za-z0-9_.\-=:]*$")
+_NAMESPACE_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-=:]*/[A-Za-z0-9_][A-Za-z0-9_.\-=:]*")  # fullmatch
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class TopicSelection:
 
     def __post_init__(self) -> None:
         for namespace in self.namespaces:
-            if not _NAMESPACE_RE.match(namespace):
+            if not _NAMESPACE_RE.fullmatch(namespace):
                 raise ConfigError(f"--namespace {namespace!r} must be tenant/namespace")
         for tenant in self.tenants:
             if not tenant or "/" in tenant:

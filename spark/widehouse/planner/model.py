@@ -28,14 +28,15 @@ from types import MappingProxyType
 from widehouse.errors import PlanError
 from widehouse.settings import PlannerSettings
 
-GROUP_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
-PACKED_NAME_RE = re.compile(r"^g([0-9]{3,})$")
+# names are checked with fullmatch (with match, `$` lets "name\n" pass)
+GROUP_NAME_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+PACKED_NAME_RE = re.compile(r"g([0-9]{3,})")
 ISOLATED_PREFIX = "iso-"
 _TOPIC_RE = re.compile(
-    r"^(persistent|non-persistent)://[A-Za-z0-9_][A-Za-z0-9_.\-=:]*/[A-Za-z0-9_][A-Za-z0-9_.\-=:]*/"
-    r"[A-Za-z0-9_][A-Za-z0-9_.\-=:]*$"
+    r"(persistent|non-persistent)://[A-Za-z0-9_][A-Za-z0-9_.\-=:]*/[A-Za-z0-9_][A-Za-z0-9_.\-=:]*/"
+    r"[A-Za-z0-9_][A-Za-z0-9_.\-=:]*"
 )
-_PARTITION_RE = re.compile(r".+-partition-[0-9]+$")
+_PARTITION_RE = re.compile(r".+-partition-[0-9]+")
 _SLUG_RE = re.compile(r"[^a-z0-9]+")
 
 
@@ -59,11 +60,11 @@ class TopicTraffic:
 def check_topic(topic: str, where: str = "") -> str:
     """Return ``topic`` if it is a full, non-partition Pulsar topic name, else raise PlanError."""
     prefix = f"{where}: " if where else ""
-    if not isinstance(topic, str) or not _TOPIC_RE.match(topic):
+    if not isinstance(topic, str) or not _TOPIC_RE.fullmatch(topic):
         raise PlanError(
             f"{prefix}topic {topic!r} is not a full Pulsar topic name (persistent://tenant/namespace/topic)"
         )
-    if _PARTITION_RE.match(topic):
+    if _PARTITION_RE.fullmatch(topic):
         raise PlanError(f"{prefix}topic {topic!r} is a partition; plan the partitioned topic once")
     return topic
 

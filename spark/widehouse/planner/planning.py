@@ -157,7 +157,7 @@ def _partitions(load: float, s: PlannerSettings, current: int, before: int) -> i
 def _next_number(previous: Plan | None) -> int:
     if previous is None:
         return 1
-    used = [int(m.group(1)) for g in previous.groups if (m := PACKED_NAME_RE.match(g.name))]
+    used = [int(m.group(1)) for g in previous.groups if (m := PACKED_NAME_RE.fullmatch(g.name))]
     return max([previous.next_group, *(n + 1 for n in used)])
 
 

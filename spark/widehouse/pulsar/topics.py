@@ -9,7 +9,7 @@ from widehouse.errors import PulsarError
 
 _PART = r"[A-Za-z0-9_][A-Za-z0-9_.\-=:]*"
 _NAME_RE = re.compile(
-    rf"^(?P<domain>persistent|non-persistent)://(?P<tenant>{_PART})/(?P<namespace>{_PART})/(?P<local>{_PART})$"
+    rf"(?P<domain>persistent|non-persistent)://(?P<tenant>{_PART})/(?P<namespace>{_PART})/(?P<local>{_PART})"
 )
 PARTITION_SUFFIX = "-partition-"
 
@@ -25,7 +25,7 @@ class TopicName:
 
     @classmethod
     def parse(cls, value: str) -> TopicName:
-        match = _NAME_RE.match(value)
+        match = _NAME_RE.fullmatch(value)  # match would let `$` pass "name\n"
         if not match:
             raise PulsarError(
                 f"{value!r} is not a full Pulsar topic name; expected "

@@ -41,12 +41,12 @@ DEFAULT_PREFIX = "widehouse-"
 PROP_APP = "widehouse.app"
 PROP_HEARTBEAT = "widehouse.heartbeat"
 PROP_HOST = "widehouse.host"
-_APP_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$")
+_APP_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}")  # fullmatch
 _WAIT_S = 30.0
 
 
 def validate_app_id(app_id: str, option: str = "appId") -> str:
-    if not _APP_RE.match(app_id):
+    if not _APP_RE.fullmatch(app_id):
         raise ConfigError(
             f"option {option}={app_id!r} is invalid: use 1-100 letters, digits, '_', '.', '-' "
             "(it names the app's Pulsar subscriptions)"
@@ -63,7 +63,7 @@ def app_of(subscription: str, prefix: str = DEFAULT_PREFIX) -> str | None:
     if not subscription.startswith(prefix):
         return None
     app = subscription[len(prefix) :]
-    return app if _APP_RE.match(app) else None
+    return app if _APP_RE.fullmatch(app) else None
 
 
 def heartbeat_properties(app_id: str, now_ms: int | None = None) -> dict[str, str]:

@@ -5,18 +5,60 @@ per (key, hour); the same key and hour still appear once per partition that saw 
 merges those on the driver with the catalog's merge functions (sum; min; max; and for first/last
 the smallest/largest (event time, value) pair), sorts the rows by (key, hour), and turns the side
 rows into the quarantine and late tables' shape. Pure pyarrow: unit-tested without Spark.
+
+Sums never wrap and never become infinite. The transform guarantees every partial sum it emits is in
+its column's range (it quarantines the *event* that would overflow, reason ``overflow``), but
+partials of one (key, hour) from several input partitions can still add up past it, and pyarrow's
+``sum`` wraps int64 silently. The events behind a partial are no longer available on the driver, so
+the unit quarantined here is the *partial sum*: :func:`settle` (run on the transform's output before
+:func:`partials` and :func:`side`) finds, per ``sum`` column, every (key, hour) whose exact total
+(int64 summed as decimal128; double sums checked for finiteness) is out of range, and keeps its
+partials in ascending order of magnitude (ties: smaller value first) while the running total stays
+in range: ``long`` sums by their signed total, so what is kept sums exactly; ``double`` sums by the
+total of magnitudes, kept a 2**-20 margin under the largest double, so they sum finitely in any order.
+Every partial sum left out is nulled in its partial row (the row's other columns, counts included,
+still merge) and becomes a quarantine row with reason ``overflow``: the producing topic(s), a
+message id ``merge:<table>.<column>:<key>@<hour>#<n>``, the hour as its publish time, a detail
+naming the value and the total it would have made, and a JSON payload ``{table, column, key, hour,
+value}``, so nothing accepted is lost: the wide row plus the quarantine hold every value. The choice
+keeps small contributions and sets the largest aside, deterministically whatever the partition order.
+
+:func:`merge` applies the same rule (and logs a warning) if it is given unsettled rows, so it never
+wraps or raises either; only :func:`settle` makes the left-out values visible in the quarantine.
+
+What remains: ClickHouse merges partial rows *across* micro-batches with
+``SimpleAggregateFunction(sum, ...)`` (Int64 wraps, Float64 reaches inf) and the Delta read-back sums
+with Spark; no micro-batch writes an out-of-range value, but a running total over many batches can
+still overflow there. Bounding per-event values (a catalog-declared maximum per sum field, checked
+by the parser) would bound those totals too.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import logging
+import sys
+from collections import defaultdict
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
+import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from widehouse.catalog import WideTable
+from widehouse.catalog import OVERFLOW, WideTable
+from widehouse.catalog.semantics.fold import sum_in_range
+from widehouse.catalog.types import INT64
 from widehouse.stream.transform import KIND_LATE, KIND_PARTIAL, KIND_QUARANTINE, KIND_STATS, TransformPlan
+
+log = logging.getLogger("widehouse.stream")
+
+_EXACT = pa.decimal128(38, 0)  # int64 partial sums add up exactly in 38 digits
+_INT64_LOW = pa.scalar(Decimal(INT64[0]), _EXACT)
+_INT64_HIGH = pa.scalar(Decimal(INT64[1]), _EXACT)
+_DOUBLE_LIMIT = sys.float_info.max * (1 - 2**-20)
+"""Kept double partials' magnitudes sum below this, so rounding in any order cannot reach inf."""
 
 
 @dataclass(frozen=True)
@@ -44,11 +86,152 @@ def partials(out: pa.Table, plan: TransformPlan, name: str) -> pa.Table:
     return merge(rows, table)
 
 
+@dataclass(frozen=True)
+class Overflow:
+    """A partial sum left out of the merge of its (key, hour) because the total would overflow."""
+
+    column: str
+    row: int
+    """Its row in the partial rows given to :func:`overflows`."""
+    key: Any
+    hour: dt.datetime
+    value: int | float
+    total: int | float
+    """The total of the (key, hour)'s partials with it (exact for long sums)."""
+
+
+def overflows(rows: pa.Table, table: WideTable) -> list[Overflow]:
+    """Partial sums to leave out so every ``sum`` column of ``rows`` (key, hour, columns: the shape
+    :func:`partials` merges) merges within range; see the module docstring for the rule."""
+    keys = [table.key_name, "hour"]
+    found: list[Overflow] = []
+    for column in table.columns:
+        if column.agg != "sum" or rows.num_rows == 0:
+            continue
+        values = rows[column.name]
+        is_double = pa.types.is_floating(values.type)
+        flat = pa.table(
+            {
+                **{k: rows[k] for k in keys},
+                "v": values,
+                "s": values if is_double else values.cast(_EXACT),
+                "i": pa.array(range(rows.num_rows), pa.int64()),
+            }
+        )
+        sums = flat.group_by(keys, use_threads=False).aggregate([("s", "sum")])
+        total = sums["s_sum"]
+        bad = (
+            pc.invert(pc.is_finite(total))
+            if is_double
+            else pc.or_(pc.less(total, _INT64_LOW), pc.greater(total, _INT64_HIGH))
+        )
+        flagged = sums.filter(bad)
+        if flagged.num_rows == 0:
+            continue
+        present = flat.select([*keys, "v", "i"]).filter(pc.is_valid(flat["v"]))
+        members = present.join(flagged.select(keys), keys=keys, join_type="inner")
+        groups: dict[tuple[Any, dt.datetime], list[tuple[Any, int]]] = defaultdict(list)
+        for row in members.to_pylist():
+            groups[(row[keys[0]], row["hour"])].append((row["v"], row["i"]))
+        for (key, hour), items in sorted(groups.items(), key=lambda g: (str(g[0][0]), g[0][1])):
+            exact = sum(v for v, _ in items)
+            kept: int | float = 0
+            for value, index in sorted(items, key=lambda item: (abs(item[0]), item[0], item[1])):
+                if is_double:
+                    fits = kept + abs(value) <= _DOUBLE_LIMIT
+                    candidate = kept + abs(value)
+                else:
+                    candidate = kept + value
+                    fits = sum_in_range(candidate)
+                if fits:
+                    kept = candidate
+                else:
+                    found.append(Overflow(column.name, index, key, hour, value, exact))
+    return found
+
+
+def settle(out: pa.Table, plan: TransformPlan) -> pa.Table:
+    """The transform's output with every partial sum that would overflow the merge of its (key, hour)
+    nulled and quarantined (reason ``overflow``); unchanged if none would. Run before :func:`partials`
+    and :func:`side` (see the module docstring for the rule)."""
+    is_partial = pc.equal(out["wh_kind"], KIND_PARTIAL)
+    nulled: dict[str, list[int]] = defaultdict(list)
+    quarantine: list[dict[str, Any]] = []
+    for name in plan.tables:
+        table = plan.catalog.table(name)
+        prefix = plan.prefix(name)
+        where = pc.indices_nonzero(pc.and_(is_partial, pc.equal(out["wh_table"], name)))
+        if len(where) == 0:
+            continue
+        names = [table.key_name, "hour", *[c.name for c in table.columns]]
+        rows = out.take(where).select([prefix + n for n in names]).rename_columns(names)
+        numbered: dict[tuple[str, Any, dt.datetime], int] = defaultdict(int)
+        for found in overflows(rows, table):
+            nulled[prefix + found.column].append(where[found.row].as_py())
+            n = numbered[(found.column, found.key, found.hour)]
+            numbered[(found.column, found.key, found.hour)] += 1
+            quarantine.append(_overflow_row(plan, name, found, n))
+    if not quarantine:
+        return out
+    log.warning("%d partial sums left out of their merge (overflow), quarantined", len(quarantine))
+    for column, positions in nulled.items():
+        out = _null_at(out, column, positions)
+    return pa.concat_tables([out, pa.Table.from_pylist(quarantine, schema=out.schema)])
+
+
+def _null_at(rows: pa.Table, column: str, positions: list[int]) -> pa.Table:
+    """``rows`` with ``column`` set to null at ``positions``."""
+    mask = [False] * rows.num_rows
+    for position in positions:
+        mask[position] = True
+    index = rows.schema.get_field_index(column)
+    field = rows.schema.field(index)
+    return rows.set_column(
+        index, field, pc.if_else(pa.array(mask), pa.scalar(None, field.type), rows[column])
+    )
+
+
+def _overflow_row(plan: TransformPlan, table: str, found: Overflow, n: int) -> dict[str, Any]:
+    """The quarantine row of a partial sum left out of its merge."""
+    topics = sorted({str(t.name) for t, _ in plan.catalog.producers(table, found.column)})
+    hour_ms = int(found.hour.timestamp()) * 1000
+    payload = orjson.dumps(
+        {"table": table, "column": found.column, "key": found.key, "hour": hour_ms, "value": found.value}
+    )
+    return {
+        "wh_kind": KIND_QUARANTINE,
+        "wh_table": table,
+        "wh_topic": ",".join(topics),
+        "wh_message_id": f"merge:{table}.{found.column}:{found.key}@{found.hour.isoformat()}#{n}",
+        "wh_publish_time": found.hour,
+        "wh_event_time": found.hour,
+        "wh_key": str(found.key),
+        "wh_reason": OVERFLOW,
+        "wh_detail": (
+            f"{table}.{found.column}: partial sum {found.value!r} of key {found.key!r} at "
+            f"{found.hour.isoformat()} is left out of the merge: with the other partials the sum would "
+            f"be {found.total!r}, outside its type's range"
+        ),
+        "wh_payload": payload,
+        "wh_payload_bytes": len(payload),
+    }
+
+
 def merge(rows: pa.Table, table: WideTable) -> pa.Table:
-    """Merge partial rows per (key, hour) (any number of rows per key and hour)."""
+    """Merge partial rows per (key, hour) (any number of rows per key and hour). A partial sum that
+    would overflow is left out, never wrapped (:func:`settle` quarantines those first)."""
     keys = [table.key_name, "hour"]
     if rows.num_rows == 0:
         return rows
+    left_out = overflows(rows, table)
+    if left_out:
+        log.warning(
+            "%s: %d partial sums left out of the merge (overflow) without quarantine: run settle() first",
+            table.name,
+            len(left_out),
+        )
+        for name in sorted({o.column for o in left_out}):
+            rows = _null_at(rows, name, [o.row for o in left_out if o.column == name])
     plain = [c for c in table.columns if not c.is_pair]
     grouped = rows.group_by(keys, use_threads=False).aggregate([(c.name, c.merge_function) for c in plain])
     grouped = grouped.rename_columns({f"{c.name}_{c.merge_function}": c.name for c in plain})

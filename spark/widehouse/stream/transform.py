@@ -9,6 +9,9 @@ sinks need:
   (prefix ``t<i>_``); counts are 0 and other columns null where nothing contributed;
 - ``wh_kind = 'quarantine'``: a message that failed to parse or violated its topic's schema, with
   topic, message id, publish time, the reason and detail, and the payload truncated to a limit;
+  also a valid event whose value would take a sum of its partition's partial row out of the sum's
+  type (reason ``overflow``: such an event is folded into no column of any table, so no partial
+  this function emits is out of range and nothing here raises for any value);
 - ``wh_kind = 'late'``: a valid event more than the catalog's lateness behind its publish time;
 - ``wh_kind = 'stats'``: per topic and input partition, rows in / good / bad / late and the largest
   event and publish times, for the progress table.
@@ -28,7 +31,7 @@ from typing import Any
 import pyarrow as pa
 
 from widehouse.catalog import HOUR_MS, Catalog, WideTable
-from widehouse.catalog.semantics.fold import ColumnRule, WideRows, compile_rules, contribute
+from widehouse.catalog.semantics.fold import ColumnRule, WideRows, compile_rules, contribute, overflow
 from widehouse.catalog.semantics.parse import Accepted, parse_event
 from widehouse.errors import CatalogError
 
@@ -222,6 +225,26 @@ class _Accumulator:
                     pub_us,
                     body,
                     limit,
+                    event_us=result.event_ms * 1000,
+                    key=str(result.key),
+                )
+                continue
+            rejected = None
+            for rows, rules in plans:  # every table first: an event is folded everywhere or nowhere
+                rejected = overflow(rows, rules, result.key, result.event_ms, result.row, topic=topic_name)
+                if rejected is not None:
+                    break
+            if rejected is not None:
+                stats[2] += 1
+                self._side(
+                    KIND_QUARANTINE,
+                    topic_name,
+                    message_id,
+                    pub_us,
+                    body,
+                    limit,
+                    reason=rejected.reason,
+                    detail=rejected.detail[:1000],
                     event_us=result.event_ms * 1000,
                     key=str(result.key),
                 )

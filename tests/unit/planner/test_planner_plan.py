@@ -210,12 +210,12 @@ def test_same_input_gives_byte_identical_plans_whatever_the_order() -> None:
 def test_group_names_are_safe_and_stable() -> None:
     a = isolated_group_name("persistent://acme/app/Page.View_2024")
     assert a == isolated_group_name("persistent://acme/app/Page.View_2024")
-    assert a.startswith("iso-page-view-2024-") and GROUP_NAME_RE.match(a)
+    assert a.startswith("iso-page-view-2024-") and GROUP_NAME_RE.fullmatch(a)
     # same local name in another namespace: another group
     assert isolated_group_name("persistent://other/app/Page.View_2024") != a
     long = isolated_group_name("persistent://acme/app/" + "x" * 200)
-    assert GROUP_NAME_RE.match(long) and len(long) <= 64
-    assert GROUP_NAME_RE.match(isolated_group_name("persistent://acme/app/___"))
+    assert GROUP_NAME_RE.fullmatch(long) and len(long) <= 64
+    assert GROUP_NAME_RE.fullmatch(isolated_group_name("persistent://acme/app/___"))
 
 
 def test_traffic_is_validated() -> None:

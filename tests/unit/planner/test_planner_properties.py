@@ -49,7 +49,7 @@ def check_plan(result: Plan, records: list[TopicTraffic], s: PlannerSettings) ->
     assert len(set(topics)) == len(topics)
     loads = {r.topic: r.load(s) for r in records}
     for group in result.groups:
-        assert group.topics and GROUP_NAME_RE.match(group.name)
+        assert group.topics and GROUP_NAME_RE.fullmatch(group.name)
         assert abs(group.load - sum(loads[t] for t in group.topics)) <= 1e-6 * max(1.0, group.load)
         if group.isolated:
             assert len(group.topics) == 1

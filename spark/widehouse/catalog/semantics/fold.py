@@ -11,10 +11,14 @@ as the oracle for the streaming job's tests:
   the smaller/larger value, exactly like ``min``/``max`` over tuples in ClickHouse and structs in Spark.
 - Periods are UTC hours or days (:mod:`widehouse.catalog.eventtime`); values of ``timestamp-ms``
   columns are epoch milliseconds.
+- A ``sum`` never leaves its type: an event whose value would take a ``long`` sum outside int64 or a
+  ``double`` sum to a non-finite value is not folded at all (none of its columns, in no table); the
+  stream quarantines it with reason ``overflow`` (:func:`overflow`), the row keeps the sum without it.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +26,8 @@ from typing import Any
 from widehouse.catalog.eventtime import DAY_MS, HOUR_MS
 from widehouse.catalog.filters import get_path
 from widehouse.catalog.model import Catalog, Topic, WideTable
+from widehouse.catalog.semantics.parse import OVERFLOW, Rejected
+from widehouse.catalog.types import INT64
 
 State = Any  # int for count; number/str/bool for sum/min/max; (event_ms, value) for first/last
 Period = int  # epoch ms of the period start
@@ -135,6 +141,40 @@ def compile_rules(topic: Topic, table: WideTable) -> list[ColumnRule]:
     return rules
 
 
+def sum_in_range(total: Any) -> bool:
+    """True if a sum fits its column: a finite double, or an integer within int64."""
+    if isinstance(total, float):
+        return math.isfinite(total)
+    return bool(INT64[0] <= total <= INT64[1])
+
+
+def overflow(
+    rows: WideRows, rules: list[ColumnRule], key: Any, event_ms: int, row: Mapping[str, Any], *, topic: str
+) -> Rejected | None:
+    """The ``overflow`` rejection if folding the event would take a ``sum`` column of ``rows`` out of
+    its type's range (or the value alone is out of it), else None. Changes nothing: check every table an
+    event feeds before :func:`contribute` to any, so an event is folded everywhere or nowhere."""
+    state = rows.rows.get((key, event_ms - event_ms % rows.period_ms))
+    pending: dict[int, Any] = {}
+    for rule in rules:
+        if rule.agg != "sum" or rule.value is None or (rule.passes is not None and not rule.passes(row)):
+            continue
+        value = rule.value(row)
+        if value is None:
+            continue
+        current = pending[rule.index] if rule.index in pending else (state[rule.index] if state else None)
+        total = value if current is None else current + value
+        if not sum_in_range(total):
+            column = rows.table.columns[rule.index]
+            return Rejected(
+                OVERFLOW,
+                f"{topic}: {rows.table.name}.{column.name} sum {current!r} + value {value!r} "
+                f"= {total!r} is outside the {column.value_type} range; the event is not folded",
+            )
+        pending[rule.index] = total
+    return None
+
+
 def contribute(
     rows: WideRows, rules: list[ColumnRule], key: Any, event_ms: int, row: Mapping[str, Any]
 ) -> None:
@@ -149,7 +189,8 @@ def contribute(
 def aggregate(
     catalog: Catalog, events: Iterable[tuple[Topic, int | str, int, Mapping[str, Any]]]
 ) -> dict[str, dict[tuple[Any, Period], dict[str, Any]]]:
-    """Final wide rows per table from (topic, key, event_ms, parsed row) of accepted on-time events."""
+    """Final wide rows per table from (topic, key, event_ms, parsed row) of accepted on-time events
+    (events that would overflow a sum are left out, as the stream quarantines them)."""
     tables = {t.name: WideRows(t) for t in catalog.wide_tables}
     compiled: dict[str, list[tuple[WideRows, list[ColumnRule]]]] = {}
     for topic, key, event_ms, row in events:
@@ -158,6 +199,8 @@ def aggregate(
             plans = compiled[topic.origin] = [
                 (tables[name], compile_rules(topic, tables[name].table)) for name in topic.tables
             ]
+        if any(overflow(rows, rules, key, event_ms, row, topic=str(topic.name)) for rows, rules in plans):
+            continue
         for rows, rules in plans:
             contribute(rows, rules, key, event_ms, row)
     return {name: rows.final() for name, rows in tables.items()}

@@ -21,6 +21,11 @@ wrong_type           a declared field holds a value of another type (the first s
 absurd_event_time    event time <= 0, more than max_future ahead of or max_age behind publish time
 ==================== ==============================================================================
 
+An accepted, on-time event can still be quarantined when it is folded, with reason ``overflow``
+(:data:`OVERFLOW`): adding its value to a ``sum`` column would leave the column's type (a ``long``
+sum outside int64, a ``double`` sum not finite); see :func:`widehouse.catalog.semantics.fold.overflow`.
+:data:`QUARANTINE_REASONS` lists every reason a message of a known topic can be quarantined with.
+
 Accepted: fields may be null or absent (except key and event time); **unknown extra fields are
 accepted and ignored** (producers may add fields before the catalog knows them). ``double`` fields
 accept integers. An accepted event is *late* when its event time is more than ``lateness`` behind
@@ -50,6 +55,9 @@ REJECTION_REASONS: tuple[str, ...] = (
     "wrong_type",
     "absurd_event_time",
 )
+OVERFLOW = "overflow"
+"""Quarantine reason of an accepted event whose value would overflow a sum (decided when folding)."""
+QUARANTINE_REASONS: tuple[str, ...] = (*REJECTION_REASONS, OVERFLOW)
 
 
 @dataclass(frozen=True)
@@ -64,7 +72,7 @@ class Accepted:
 
 @dataclass(frozen=True)
 class Rejected:
-    """A message for quarantine: ``reason`` (one of :data:`REJECTION_REASONS`) and a ``detail``."""
+    """A message for quarantine: ``reason`` (one of :data:`QUARANTINE_REASONS`) and a ``detail``."""
 
     reason: str
     detail: str

@@ -7,7 +7,8 @@
    Spark job brings the (already collapsed) output to the driver as Arrow: the Pulsar data is read
    once, whatever the number of topics and sinks, and both sinks write the same rows.
 2. Per wide table, partial rows from all input partitions are merged per (key, hour) on the driver
-   with the catalog's merge functions (sum, min, max, first/last by event time), in Arrow.
+   with the catalog's merge functions (sum, min, max, first/last by event time), in Arrow; a partial
+   sum that would overflow the merge is quarantined with reason ``overflow`` first (``merge.settle``).
 3. Sinks, each idempotent per (app, group, batch): ClickHouse ``<table>_partial``, quarantine and
    late tables; Delta partials, quarantine and late tables; then the progress rows (per topic:
    rows in/out, bad, late, lag, max event time, publish-time range; per group: the watermark).
@@ -120,6 +121,8 @@ class BatchWriter:
         # both sinks then write the same Arrow data: no recomputation, identical on replay.
         out = mapped.toArrow()
         clock.lap("read+transform")
+        # partial sums that would overflow their merge go to quarantine (reason overflow), not wrapped
+        out = merge.settle(out, self.plan)
         outputs = BatchOutputs(
             partials={name: merge.partials(out, self.plan, name) for name in self.plan.tables},
             quarantine=merge.side(out, KIND_QUARANTINE, self.app, self.group, batch_id),
