@@ -44,3 +44,14 @@ def test_light_library_never_imports_pyspark() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "", f"pyspark imported by the light library: {out.stdout}"
+
+
+def test_the_source_package_exposes_its_spark_names_lazily() -> None:
+    """``widehouse.source.register`` etc. resolve to the Spark adapters (imported only when asked)."""
+    code = (
+        "import widehouse.source as s\n"
+        "from widehouse.source import spark as adapters\n"
+        "assert s.register is adapters.register and s.PulsarDataSource is adapters.PulsarDataSource\n"
+        "assert s.batch_metrics is adapters.batch_metrics\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

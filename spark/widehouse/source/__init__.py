@@ -37,9 +37,9 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in ("PulsarDataSource", "register"):
-        from widehouse.source import source
+        from widehouse.source import spark as adapters
 
-        return getattr(source, name)
+        return getattr(adapters, name)
     if name == "batch_metrics":
         from widehouse.source.spark import batch_metrics
 
