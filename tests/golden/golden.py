@@ -8,7 +8,8 @@ The project's code appears only on the *actual* side (the transform's output, re
 Reusable beyond the unit test:
 
 - :func:`load_messages` -> :class:`Message` (topic, key, payload bytes, publish and event time in epoch
-  ms), :func:`for_publishing` -> plain tuples for a Pulsar producer;
+  ms, whether its verdict depends on the publish time), :func:`for_publishing` -> plain tuples for a
+  Pulsar producer;
 - :func:`to_batch` -> the Arrow batch shape the Pulsar source hands the transform;
 - :func:`load_expected` -> :class:`Expected` (rows, quarantine reasons, late ids, per-topic counts);
   :func:`complete_rows` fills in the unlisted columns;
@@ -106,6 +107,9 @@ class Message:
     event_ms: int | None
     """The event time the fixture wrote into the payload, or None when the payload carries its own."""
     note: str
+    publish_relative: bool = False
+    """Late or absurd only relative to the fixture's publish time, which a real broker does not keep
+    (it stamps its own): tests that publish to Pulsar leave these out."""
 
 
 def _payload(entry: dict[str, Any], event_field: str | None, event_ms: int | None) -> bytes:
@@ -145,6 +149,9 @@ def load_messages(path: Path = EVENTS_FILE, shift_days: int = 0) -> list[Message
         topic = entry["topic"]
         event_ms = to_ms(entry["event_time"]) + shift if entry.get("event_time") is not None else None
         event_field = fields[topic]["event_time"] if topic in fields else None
+        publish_relative = entry.get("publish_relative", False)
+        if not isinstance(publish_relative, bool):
+            raise ValueError(f"{entry['message_id']}: publish_relative must be true or false")
         messages.append(
             Message(
                 message_id=str(entry["message_id"]),
@@ -154,6 +161,7 @@ def load_messages(path: Path = EVENTS_FILE, shift_days: int = 0) -> list[Message
                 publish_ms=to_ms(entry["publish_time"]) + shift,
                 event_ms=event_ms,
                 note=str(entry.get("note", "")),
+                publish_relative=publish_relative,
             )
         )
     ids = [m.message_id for m in messages]

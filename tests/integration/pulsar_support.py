@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from widehouse.errors import PulsarError
@@ -36,6 +37,30 @@ def publish(
     producer.flush()
     producer.close()
     return payloads
+
+
+def send_exact(client: Any, messages: Iterable[tuple[str, str | None, bytes, int | None]]) -> list[str]:
+    """Send each (topic, key, payload, event ms) exactly as given, in order; returns the message ids.
+
+    One unbatched producer per topic; a None key sends no key and a None event time no event time.
+    The broker stamps the publish time.
+    """
+    producers: dict[str, Any] = {}
+    ids = []
+    try:
+        for topic, key, payload, event_ms in messages:
+            if topic not in producers:
+                producers[topic] = client.create_producer(topic, batching_enabled=False)
+            options: dict[str, Any] = {}
+            if key is not None:
+                options["partition_key"] = key
+            if event_ms is not None:
+                options["event_timestamp"] = event_ms
+            ids.append(str(producers[topic].send(payload, **options)))
+    finally:
+        for producer in producers.values():
+            producer.close()
+    return ids
 
 
 def drop_namespace(admin: PulsarAdmin, namespace: str) -> None:
