@@ -20,10 +20,9 @@ from widehouse.settings import Settings
 pytestmark = [pytest.mark.integration, pytest.mark.clickhouse]
 
 
-@pytest.fixture
-def settings(services: Settings) -> Settings:
-    """The session's settings, with its ClickHouse running."""
-    return services
+@pytest.fixture(autouse=True)
+def _clickhouse_running(services: Settings) -> None:
+    """These tests use the session's ClickHouse (the local service, started with the others)."""
 
 
 ROOT = Path(__file__).parents[2]

@@ -22,7 +22,6 @@ import pytest
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
-from tests.integration.pulsar_support import publish
 from widehouse.pulsar import client as pulsar_client
 from widehouse.pulsar.admin import PulsarAdmin
 from widehouse.settings import Settings
@@ -63,6 +62,7 @@ def run_app(
 def test_kill_mid_batch_and_restart_loses_and_doubles_nothing(
     spark: Any, services: Settings, ns: str, tmp_path: Path
 ) -> None:
+    from tests.integration.pulsar_support import publish  # not at the top: this file is also a script
     from widehouse.source import source_options
 
     orders, clicks = f"persistent://{ns}/orders", f"persistent://{ns}/clicks"

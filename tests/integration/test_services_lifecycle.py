@@ -84,7 +84,10 @@ def test_up_twice_status_crash_and_down_leave_nothing(tmp_path: Path) -> None:
         # ClickHouse data acknowledged before a SIGKILL of its service is there after `up`
         settings = load_settings(env)
         warehouse = clickhouse.connect(settings.clickhouse)
-        warehouse.command("CREATE TABLE kept (x UInt32) ENGINE = MergeTree ORDER BY x")
+        warehouse.command(
+            "CREATE TABLE kept (x UInt32) ENGINE = MergeTree ORDER BY x "
+            "SETTINGS non_replicated_deduplication_window = 100"
+        )
         warehouse.insert("kept", pa.table({"x": pa.array([1, 2, 3], pa.uint32())}), token="kept-1")
 
         # crashed services: their pid files are stale; status says so and `up` restarts only them

@@ -14,10 +14,9 @@ from widehouse.stream.tables import QUARANTINE, QUARANTINE_SHAPE, ensure_clickho
 pytestmark = [pytest.mark.integration, pytest.mark.clickhouse]
 
 
-@pytest.fixture
-def settings(services: Settings) -> Settings:
-    """The session's settings, with its ClickHouse running."""
-    return services
+@pytest.fixture(autouse=True)
+def _clickhouse_running(services: Settings) -> None:
+    """These tests use the session's ClickHouse (the local service, started with the others)."""
 
 
 def test_tables_are_created_once_and_replayed_batches_change_nothing(settings: Settings) -> None:
