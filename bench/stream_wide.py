@@ -1,7 +1,7 @@
 """Streaming wide-table job: events/s into both sinks, freshness, union vs join, 1-1,000 topics.
 
 Everything runs on this machine with the local services co-located (Pulsar, HBase idle, Spark
-``local[*]``, ClickHouse embedded in this process, Delta on local disk). Parts:
+``local[*]``, the local ClickHouse service over HTTP, Delta on local disk). Parts:
 
 ``throughput``  publish N events of the demo catalog (42 topics, 1% bad, 0.5% late), then one app
                 (one slot group) drains them into ClickHouse and Delta; events/s on the wall clock
