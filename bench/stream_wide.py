@@ -38,7 +38,7 @@ CORES = os.cpu_count() or 1
 
 # -------------------------------------------------------------------------------- environment
 class Bench:
-    """One process, one chDB path, one Spark session; each part in its own database and folders."""
+    """One process, one Spark session; each part in its own ClickHouse database and folders."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
