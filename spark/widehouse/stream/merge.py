@@ -50,6 +50,7 @@ import pyarrow.compute as pc
 from widehouse.catalog import OVERFLOW, WideTable
 from widehouse.catalog.semantics.fold import sum_in_range
 from widehouse.catalog.types import INT64
+from widehouse.stream.tables import LATE_SHAPE, QUARANTINE_SHAPE
 from widehouse.stream.transform import KIND_LATE, KIND_PARTIAL, KIND_QUARANTINE, KIND_STATS, TransformPlan
 
 log = logging.getLogger("widehouse.stream")
@@ -270,25 +271,22 @@ def _pairs(rows: pa.Table, keys: list[str], name: str, agg: str) -> pa.Table:
 
 
 def side(out: pa.Table, kind: str, app: str, group: str, batch_id: int) -> pa.Table:
-    """Quarantine or late rows in their tables' shape, sorted by (topic, message id)."""
-    if kind not in (KIND_QUARANTINE, KIND_LATE):
+    """Quarantine or late rows in their tables' declared shape (:mod:`widehouse.stream.tables`),
+    sorted by (topic, message id): the batch's identity, then each column from the transform's
+    ``wh_<column>``."""
+    shapes = {KIND_QUARANTINE: QUARANTINE_SHAPE, KIND_LATE: LATE_SHAPE}
+    if kind not in shapes:
         raise ValueError(kind)
     rows = _kind(out, kind).sort_by([("wh_topic", "ascending"), ("wh_message_id", "ascending")])
-    n = rows.num_rows
-    columns: dict[str, Any] = {
-        "app": pa.array([app] * n, pa.string()),
-        "group": pa.array([group] * n, pa.string()),
-        "batch_id": pa.array([batch_id] * n, pa.int64()),
-        "topic": rows["wh_topic"],
-        "message_id": rows["wh_message_id"],
-        "publish_time": rows["wh_publish_time"],
-    }
-    if kind == KIND_QUARANTINE:
-        columns |= {"reason": rows["wh_reason"], "detail": rows["wh_detail"]}
-    else:
-        columns |= {"event_time": rows["wh_event_time"], "key": rows["wh_key"]}
-    columns |= {"payload": rows["wh_payload"], "payload_bytes": rows["wh_payload_bytes"]}
-    return pa.table(columns)
+    schema = shapes[kind].arrow_schema()
+    identity: dict[str, Any] = {"app": app, "group": group, "batch_id": batch_id}
+    columns = [
+        pa.array([identity[f.name]] * rows.num_rows, f.type)
+        if f.name in identity
+        else rows[f"wh_{f.name}"].cast(f.type)
+        for f in schema
+    ]
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def topic_stats(out: pa.Table) -> dict[str, TopicStats]:

@@ -1,7 +1,8 @@
-"""Reference aggregation: the wide rows a set of accepted, on-time events must produce.
+"""Fold: how accepted, on-time events aggregate into wide rows.
 
-This is the catalog's aggregate semantics in plain Python, used for the generator's manifest and
-as the oracle for the streaming job's tests:
+The catalog's aggregate semantics in plain Python: the streaming transform folds with it on
+executors and the generator's manifest is computed with it, so it is production code, not a test
+oracle (tests check it against the hand-written fixture in ``tests/golden/``):
 
 - A row exists for (key, period) as soon as one on-time accepted event of a topic that maps into
   the table arrives for that key and period, whether or not its filters let it into any column.

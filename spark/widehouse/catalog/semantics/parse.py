@@ -1,7 +1,8 @@
-"""The reference parser: what the streaming job must accept, reject (and why), and call late.
+"""Parse: what the streaming job accepts, rejects (and why), and calls late.
 
-:func:`parse_event` is the contract in executable form. The streaming job parses with Arrow/Spark for
-speed and is tested against this function; the generator's manifest is computed with the same rules.
+:func:`parse_event` is the contract in executable form; the streaming transform calls it for every
+message and the generator's manifest uses the same rules, so tests check it against the hand-written
+fixture in ``tests/golden/``, not against itself.
 
 A payload is checked in this order, and the first failure is the rejection reason:
 
