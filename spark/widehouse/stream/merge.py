@@ -50,7 +50,7 @@ import pyarrow.compute as pc
 from widehouse.catalog import OVERFLOW, WideTable
 from widehouse.catalog.semantics.fold import sum_in_range
 from widehouse.catalog.types import INT64
-from widehouse.stream.tables import LATE_SHAPE, QUARANTINE_SHAPE
+from widehouse.stream.tables import COUNTS_SHAPE, LATE_SHAPE, QUARANTINE_SHAPE
 from widehouse.stream.transform import KIND_LATE, KIND_PARTIAL, KIND_QUARANTINE, KIND_STATS, TransformPlan
 
 log = logging.getLogger("widehouse.stream")
@@ -333,3 +333,36 @@ def topic_stats(out: pa.Table) -> dict[str, TopicStats]:
             max_publish_ms=row["max_publish_max"],
         )
     return result
+
+
+def hour_counts(out: pa.Table, app: str, group: str, batch_id: int) -> pa.Table:
+    """Messages read per (topic, publish hour): in, valid (out), bad, late, in the shape of
+    :data:`~widehouse.stream.tables.COUNTS_SHAPE`, sorted by (topic, hour). The transform's stats
+    rows are per input partition; this sums them."""
+    schema = COUNTS_SHAPE.arrow_schema()
+    stats = _kind(out, KIND_STATS)
+    if stats.num_rows == 0:
+        return schema.empty_table()
+    grouped = (
+        pa.table(
+            {
+                "topic": stats["wh_topic"],
+                "publish_hour": stats["wh_publish_time"],
+                "rows_in": stats["wh_rows_in"],
+                "rows_out": stats["wh_good"],
+                "bad": stats["wh_bad"],
+                "late": stats["wh_late"],
+            }
+        )
+        .group_by(["topic", "publish_hour"])
+        .aggregate([("rows_in", "sum"), ("rows_out", "sum"), ("bad", "sum"), ("late", "sum")])
+        .sort_by([("topic", "ascending"), ("publish_hour", "ascending")])
+    )
+    identity: dict[str, Any] = {"app": app, "group": group, "batch_id": batch_id}
+    columns = [
+        pa.array([identity[f.name]] * grouped.num_rows, f.type)
+        if f.name in identity
+        else grouped[f.name if f.name in ("topic", "publish_hour") else f"{f.name}_sum"].cast(f.type)
+        for f in schema
+    ]
+    return pa.Table.from_arrays(columns, schema=schema)

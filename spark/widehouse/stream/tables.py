@@ -13,6 +13,7 @@ partial wide rows   ``<table>_partial``               ``bronze/<table>_partials`
 quarantine          ``quarantine``                    ``bronze/quarantine`` (by publish date)
 late events         ``late_events``                   ``bronze/late_events`` (by event date)
 progress            ``stream_progress``               ``bronze/stream_progress`` (by batch date)
+per-hour counts     ``stream_counts``                 (ClickHouse only: read by reconciliation)
 ==================  ================================  ===========================================
 
 Every table carries the app, group and batch id of the micro-batch that wrote it, so a row can be
@@ -99,13 +100,32 @@ PROGRESS_SHAPE = Shape(
 )
 
 SIDE_SHAPES: dict[str, Shape] = {s.name: s for s in (QUARANTINE_SHAPE, LATE_SHAPE, PROGRESS_SHAPE)}
-"""Every side table of the stream, by name."""
+"""Every side table of the stream in both sinks, by name."""
+
+COUNTS = "stream_counts"
+COUNTS_SHAPE = Shape(
+    COUNTS,
+    (
+        *_BATCH,
+        Col("publish_hour", "timestamp"),
+        Col("rows_in", "uint64"),
+        Col("rows_out", "uint64"),
+        Col("bad", "uint64"),
+        Col("late", "uint64"),
+    ),
+    partition_by="publish_hour",
+    order_by=("publish_hour", "topic", "app", "group", "batch_id"),
+    engine="ReplacingMergeTree",
+)
+"""Messages a batch read per (topic, publish hour): in = out (valid) + bad + late. ClickHouse only;
+the hourly reconciliation compares them with the broker and with the quarantine and late tables. A
+replayed batch writes the same rows, which the engine collapses (read with ``FINAL``)."""
 
 
 def ensure_clickhouse(client: ClickHouse, catalog: Catalog) -> list[str]:
     """Create or migrate every ClickHouse object the stream writes: the catalog's wide tables (new
     catalog columns are added in place) and the side tables. Returns the statements run."""
-    return [*client.ensure_wide_tables(catalog), *client.ensure_shapes(SIDE_SHAPES.values())]
+    return [*client.ensure_wide_tables(catalog), *client.ensure_shapes([*SIDE_SHAPES.values(), COUNTS_SHAPE])]
 
 
 def delta_partials(delta: DeltaSettings, table: str) -> str:

@@ -13,8 +13,9 @@ sinks need:
   type (reason ``overflow``: such an event is folded into no column of any table, so no partial
   this function emits is out of range and nothing here raises for any value);
 - ``wh_kind = 'late'``: a valid event more than the catalog's lateness behind its publish time;
-- ``wh_kind = 'stats'``: per topic and input partition, rows in / good / bad / late and the largest
-  event and publish times, for the progress table.
+- ``wh_kind = 'stats'``: per topic, publish hour (``wh_publish_time``) and input partition, rows in
+  / good / bad / late and the largest event and publish times, for the progress table (summed per
+  topic) and the per-hour counts the hourly reconciliation reads (``stream_counts``).
 
 Events are collapsed per (key, hour) *before* they are widened (the expensive part of a union of
 narrow topic rows into wide rows): folding uses the catalog's reference semantics
@@ -151,8 +152,8 @@ class _Accumulator:
             self.rows[name] = rows
         self.rules: dict[str, list[tuple[WideRows, list[ColumnRule]]] | None] = {}
         self.side: dict[str, list[Any]] = {name: [] for name in SIDE_COLUMNS}
-        # topic -> [in, good, bad, late, max_event_ms, max_publish_ms, min_publish_ms]
-        self.stats: dict[str, list[int]] = {}
+        # (topic, publish hour ms) -> [in, good, bad, late, max_event_ms, max_publish_ms, min_publish_ms]
+        self.stats: dict[tuple[str, int], list[int]] = {}
 
     def _rules(self, topic_name: str) -> list[tuple[WideRows, list[ColumnRule]]] | None:
         if topic_name not in self.rules:
@@ -178,9 +179,10 @@ class _Accumulator:
             values, topics, message_ids, publish_us, strict=True
         ):
             publish_ms = pub_us // 1000
-            stats = self.stats.get(topic_name)
+            slot = (topic_name, publish_ms - publish_ms % HOUR_MS)
+            stats = self.stats.get(slot)
             if stats is None:
-                stats = self.stats[topic_name] = [0, 0, 0, 0, 0, 0, publish_ms]
+                stats = self.stats[slot] = [0, 0, 0, 0, 0, 0, publish_ms]
             stats[0] += 1
             stats[5] = max(stats[5], publish_ms)
             stats[6] = min(stats[6], publish_ms)
@@ -282,10 +284,11 @@ class _Accumulator:
             column.append(row.get(name))
 
     def _add_stats_rows(self) -> None:
-        for topic, s in sorted(self.stats.items()):
+        for (topic, hour_ms), s in sorted(self.stats.items()):
             row = {
                 "wh_kind": KIND_STATS,
                 "wh_topic": topic,
+                "wh_publish_time": hour_ms * 1000,  # the publish hour these counts cover
                 "wh_rows_in": s[0],
                 "wh_good": s[1],
                 "wh_bad": s[2],

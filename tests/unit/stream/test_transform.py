@@ -193,3 +193,39 @@ def test_arrow_merge_equals_the_reference(catalog: Catalog, batch: pa.RecordBatc
             assert diff_rows(expected[name], rows) == [], name
         else:
             assert set(rows) == set(expected[name]), name
+
+
+def test_hour_counts_split_by_publish_hour_and_summed_over_partitions(catalog: Catalog) -> None:
+    """Hand-made: 3 unknown-topic messages in hour 10, 2 in hour 11, 1 unparseable message of a
+    catalog topic in hour 11; read as 2 input partitions."""
+    from widehouse.stream.merge import hour_counts
+
+    known = str(catalog.topics[0].name)
+    unknown = "persistent://nobody/knows/this"
+    h10 = 1_700_000_000_000 - 1_700_000_000_000 % HOUR_MS
+    h11 = h10 + HOUR_MS
+    messages = [
+        (unknown, h10 + 1),
+        (unknown, h10 + 2),
+        (unknown, h11 - 1),
+        (unknown, h11),
+        (unknown, h11 + 5),
+        (known, h11 + 7),
+    ]
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "value": pa.array([b"{not json"] * len(messages), pa.binary()),
+            "__topic": [t for t, _ in messages],
+            "__messageId": [f"{i}:0:0" for i in range(len(messages))],
+            "__publishTime": pa.array([ms * 1000 for _, ms in messages], pa.timestamp("us", tz="UTC")),
+        }
+    )
+    plan = TransformPlan(catalog, ("user_hourly",))
+    out = run(plan, batch, partitions=2)
+    rows = hour_counts(out, "app", "g1", 7).to_pylist()
+    got = [
+        (r["topic"], int(r["publish_hour"].timestamp() * 1000), r["rows_in"], r["rows_out"], r["bad"])
+        for r in rows
+    ]
+    assert sorted(got) == sorted([(unknown, h10, 3, 0, 3), (unknown, h11, 2, 0, 2), (known, h11, 1, 0, 1)])
+    assert {(r["app"], r["group"], r["batch_id"]) for r in rows} == {("app", "g1", 7)}

@@ -30,10 +30,19 @@ from typing import TYPE_CHECKING, Any
 
 from widehouse.catalog import Catalog
 from widehouse.stream import merge
-from widehouse.stream.tables import LATE, PROGRESS, PROGRESS_SHAPE, QUARANTINE, delta_partials, delta_side
+from widehouse.stream.tables import (
+    COUNTS,
+    LATE,
+    PROGRESS,
+    PROGRESS_SHAPE,
+    QUARANTINE,
+    delta_partials,
+    delta_side,
+)
 from widehouse.stream.transform import KIND_LATE, KIND_QUARANTINE, TransformPlan, output_schema, transform
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
     from widehouse.clickhouse import ClickHouse
@@ -129,6 +138,7 @@ class BatchWriter:
             late=merge.side(out, KIND_LATE, self.app, self.group, batch_id),
         )
         stats = merge.topic_stats(out)
+        counts = merge.hour_counts(out, self.app, self.group, batch_id)
         clock.lap("merge")
         self._raise_at("before-sinks", batch_id)
         if "clickhouse" in self.sinks:
@@ -143,7 +153,7 @@ class BatchWriter:
         # Spark records the planning time in every offset log; the batch start only stands in for an odd one
         planned_ms = batch_log.planned_ms or int(started * 1000)
         progress = progress_rows(identity, stats, batch_log.metrics, planned_ms, started)
-        self._write_progress(progress, identity)
+        self._write_progress(progress, counts, identity)
         clock.lap("progress")
         self._raise_at("after-sinks", batch_id)
         totals = progress[-1]
@@ -215,12 +225,15 @@ class BatchWriter:
             for future in futures:
                 future.result()
 
-    def _write_progress(self, rows: list[dict[str, Any]], identity: BatchIdentity) -> None:
+    def _write_progress(self, rows: list[dict[str, Any]], counts: pa.Table, identity: BatchIdentity) -> None:
         import pyarrow as pa
 
         table = pa.Table.from_pylist(rows, schema=PROGRESS_SHAPE.arrow_schema())
         if "clickhouse" in self.sinks:
-            self.clickhouse().insert(PROGRESS, table, identity.token(PROGRESS))
+            client = self.clickhouse()
+            if counts.num_rows:  # before progress: a committed batch always has its counts
+                client.insert(COUNTS, counts, identity.token(COUNTS))
+            client.insert(PROGRESS, table, identity.token(PROGRESS))
         if "delta" in self.sinks:
             from pyspark.sql import functions as F  # noqa: N812
 
