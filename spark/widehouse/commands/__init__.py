@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from widehouse.commands import (
+    airflow_cmd,
     catalog_cmd,
     config_cmd,
     demo_cmd,
@@ -32,6 +33,7 @@ COMMANDS: tuple[Callable[[SubParsers], None], ...] = (
     stream_cmd.register,
     sql_cmd.register,
     demo_cmd.register,
+    airflow_cmd.register,
 )
 
 __all__ = ["COMMANDS", "SubParsers"]
