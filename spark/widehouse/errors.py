@@ -47,3 +47,16 @@ class PlanError(WidehouseError):
 
 class HBaseError(WidehouseError):
     """HBase through Thrift failed."""
+
+
+class OrchestrationError(WidehouseError):
+    """A scheduled or supervised run (Airflow task, streams supervisor) cannot do its job."""
+
+
+class JobFailedError(OrchestrationError):
+    """A job entrypoint run as a subprocess exited with an error (``code`` is its exit code)."""
+
+    def __init__(self, message: str, code: int, retryable: bool = True) -> None:
+        super().__init__(message)
+        self.code = code
+        self.retryable = retryable

@@ -17,6 +17,7 @@ from widehouse.commands import (
     smoke_cmd,
     sql_cmd,
     stream_cmd,
+    supervise_cmd,
 )
 
 SubParsers = Any  # argparse._SubParsersAction is private; its type is not part of the API
@@ -34,6 +35,7 @@ COMMANDS: tuple[Callable[[SubParsers], None], ...] = (
     sql_cmd.register,
     demo_cmd.register,
     airflow_cmd.register,
+    supervise_cmd.register,
 )
 
 __all__ = ["COMMANDS", "SubParsers"]

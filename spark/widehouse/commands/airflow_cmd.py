@@ -40,6 +40,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 def render_status(stack: AirflowStack) -> str:
     rows = [
-        (s.name, s.state, s.pid or "-", ", ".join(s.endpoints), s.detail or s.log_file) for s in stack.status()
+        (s.name, s.state, s.pid or "-", ", ".join(s.endpoints), s.detail or s.log_file)
+        for s in stack.status()
     ]
     return render(("component", "state", "pid", "endpoints", "detail / log"), rows)

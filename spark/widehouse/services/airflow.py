@@ -104,7 +104,7 @@ class AirflowComponent(LocalService):
     command_words: tuple[str, ...] = ()
     health_key: str = ""
     """The component's entry in the API server's /api/v2/monitor/health answer."""
-    depends_on = (API_SERVER,)
+    depends_on: tuple[str, ...] = (API_SERVER,)
 
     def __init__(self, local: LocalServicesSettings, airflow: AirflowSettings) -> None:
         self.airflow = airflow
@@ -237,7 +237,9 @@ class AirflowStack:
 
     def up(self) -> list[str]:
         if not self.airflow.dags_dir.is_dir():
-            raise ServiceError(f"the DAG folder {self.airflow.dags_dir} does not exist (WIDEHOUSE_AIRFLOW_DAGS_DIR)")
+            raise ServiceError(
+                f"the DAG folder {self.airflow.dags_dir} does not exist (WIDEHOUSE_AIRFLOW_DAGS_DIR)"
+            )
         return self.manager.up()
 
     def down(self) -> list[str]:
@@ -251,6 +253,6 @@ class AirflowStack:
 
     def login_hint(self) -> str:
         return (
-            f"Airflow UI: {self.airflow.url}  (user {self.airflow.user}; password: WIDEHOUSE_AIRFLOW_PASSWORD, "
-            f"default widehouse-local; also in {passwords_file(self.airflow)})"
+            f"Airflow UI: {self.airflow.url}  (user {self.airflow.user}; password: "
+            f"WIDEHOUSE_AIRFLOW_PASSWORD, default widehouse-local; also in {passwords_file(self.airflow)})"
         )
