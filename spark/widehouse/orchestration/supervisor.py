@@ -94,7 +94,8 @@ class SupervisorState:
 class Action:
     group: str
     what: str
-    """healthy, started, restarted, stopped, retired, stuck, died, waiting, given-up, starting"""
+    """healthy, starting (no batch yet, within the startup grace), unknown (no progress readable),
+    started, restarted, adopted, stopped, retired, stuck, died, waiting, given-up, cleanup"""
     detail: str = ""
 
 
@@ -220,9 +221,9 @@ class Supervisor:
         now = self.clock()
         running = self.launcher.running(name)
         if running is not False and st.started_at is not None:
-            verdict = self._health(name, st, commits, now)
+            label, verdict = self._health(name, st, commits, now)
             if verdict is None:
-                actions.append(Action(name, "healthy" if st.failures == 0 else "starting"))
+                actions.append(Action(name, label))
                 return
             self.launcher.stop(name)
             self._failure(name, st, now, f"stuck: {verdict}")
@@ -246,21 +247,23 @@ class Supervisor:
         st.started_at = self.clock()
         actions.append(Action(name, "restarted" if st.failures else "started"))
 
-    def _health(self, name: str, st: GroupState, commits: dict[str, float] | None, now: float) -> str | None:
-        """None when alive, else why it is stuck."""
-        assert st.started_at is not None
+    def _health(
+        self, name: str, st: GroupState, commits: dict[str, float] | None, now: float
+    ) -> tuple[str, str | None]:
+        """(healthy | starting | unknown, None) when alive, else ("stuck", why)."""
+        assert st.started_at is not None  # checked by the caller
         if commits is None:
-            return None
+            return "unknown", None
         last = commits.get(name)
         if last is not None and last >= st.started_at:
             st.failures = 0  # committed since its start: a working app
             st.last_failure = ""
             if now - last <= self.knobs.stale_seconds:
-                return None
-            return f"last batch committed {now - last:.0f}s ago (> {self.knobs.stale_seconds:.0f}s)"
+                return "healthy", None
+            return "stuck", f"last batch committed {now - last:.0f}s ago (> {self.knobs.stale_seconds:.0f}s)"
         if now - st.started_at <= self.knobs.startup_seconds:
-            return None
-        return f"no batch committed in the {now - st.started_at:.0f}s since its start"
+            return "starting", None
+        return "stuck", f"no batch committed in the {now - st.started_at:.0f}s since its start"
 
     def _failure(self, name: str, st: GroupState, now: float, why: str) -> None:
         st.failures += 1
