@@ -7,6 +7,7 @@ from typing import Any
 
 from widehouse.commands import (
     airflow_cmd,
+    batch_cmd,
     catalog_cmd,
     config_cmd,
     demo_cmd,
@@ -32,6 +33,7 @@ COMMANDS: tuple[Callable[[SubParsers], None], ...] = (
     generate_cmd.register,
     generate_cmd.register_offline,
     stream_cmd.register,
+    batch_cmd.register,
     sql_cmd.register,
     demo_cmd.register,
     airflow_cmd.register,
