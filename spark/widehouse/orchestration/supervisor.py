@@ -127,6 +127,7 @@ class Supervisor:
         launcher: Launcher,
         commits: CommitReader,
         runner: Runner | None = None,
+        cleanup_args: tuple[str, ...] = (),
         clock: Clock = time.time,
     ) -> None:
         self.knobs = knobs
@@ -135,6 +136,8 @@ class Supervisor:
         self.launcher = launcher
         self.commits = commits
         self.runner = runner
+        self.cleanup_args = cleanup_args
+        """Extra ``widehouse pulsar cleanup`` arguments (``--namespace`` of the catalog's topics)."""
         self.clock = clock
 
     # -- one cycle ---------------------------------------------------------------------------
@@ -285,7 +288,7 @@ class Supervisor:
         due = state.retired and now - state.last_cleanup >= CLEANUP_INTERVAL_S
         if self.runner is None or not (just_retired or due):
             return
-        result = self.runner(["pulsar", "cleanup"], {})
+        result = self.runner(["pulsar", "cleanup", *self.cleanup_args], {})
         state.last_cleanup = now
         actions.append(
             Action("*", "cleanup", f"widehouse pulsar cleanup exited {result.code}: {result.tail[-300:]}")
@@ -317,6 +320,7 @@ def from_settings(settings: Settings, env: dict[str, str], runner: Runner | None
     from widehouse import clickhouse
     from widehouse.orchestration.launch import ClusterLauncher, LocalLauncher
     from widehouse.orchestration.progress import last_commits
+    from widehouse.orchestration.replan import catalog_namespaces
 
     launcher: Launcher
     if settings.supervisor.mode == "cluster":
@@ -343,4 +347,5 @@ def from_settings(settings: Settings, env: dict[str, str], runner: Runner | None
         launcher=launcher,
         commits=commits,
         runner=runner,
+        cleanup_args=tuple(a for ns in catalog_namespaces(settings) for a in ("--namespace", ns)),
     )

@@ -34,6 +34,15 @@ def task_settings(env: Mapping[str, str]) -> Settings:
     return load_settings({**os.environ, **env})
 
 
+def deployment_catalog(settings: Settings) -> Any:
+    """The catalog the streams use (relocated to ``WIDEHOUSE_TENANT_SUFFIX`` when one is set)."""
+    from widehouse.catalog import load_catalog
+
+    catalog = load_catalog(settings.schemas_dir)
+    suffix = settings.stream.tenant_suffix
+    return catalog.relocated(suffix) if suffix else catalog
+
+
 @contextmanager
 def failing_fast() -> Iterator[None]:
     """A non-retryable job failure (bad input, mismatch) fails the task without retries."""
@@ -95,7 +104,11 @@ def retire_group(group: str) -> None:
                 f"slot group {group!r} is in the current plan {plan_path}; replan it away first"
             )
         from_settings(settings, env, None).launcher.stop(group)
-        result = run_widehouse(["pulsar", "cleanup", "--retire", f"{settings.stream.app}-{group}"], env)
+        from widehouse.orchestration.replan import catalog_namespaces
+
+        namespaces = [a for ns in catalog_namespaces(settings) for a in ("--namespace", ns)]
+        app = f"{settings.stream.app}-{group}"
+        result = run_widehouse(["pulsar", "cleanup", "--retire", app, *namespaces], env)
         if result.code != 0:
             raise JobFailedError(f"pulsar cleanup --retire exited {result.code}:\n{result.tail}", result.code)
 
@@ -119,10 +132,9 @@ def replan(overrides: Mapping[str, Any], apply: bool) -> str:
 
 def hour_is_ready(table: str, hour: dt.datetime) -> bool:
     """Sensor body: every group feeding ``table`` has a watermark past ``hour`` end + lateness."""
-    from widehouse.catalog import load_catalog
 
     def body(env: dict[str, str], settings: Settings) -> bool:
-        catalog = load_catalog(settings.schemas_dir)
+        catalog = deployment_catalog(settings)
         verdict = batch.check_gate(settings, catalog, table, hour)
         log.info("%s", verdict.message)
         return verdict.ready
@@ -148,12 +160,11 @@ def finalize(table: str, hours: list[dt.datetime], outlet: Any = None, **flags: 
 def day_is_ready(day: dt.date) -> bool:
     """Sensor body: every hour of ``day`` is finalized and the day's Hive partitions exist."""
     from widehouse import clickhouse
-    from widehouse.catalog import load_catalog
     from widehouse.commands.generate_cmd import DEFAULT_OFFLINE_DATABASE
     from widehouse.orchestration.params import hourly_tables
 
     def body(env: dict[str, str], settings: Settings) -> bool:
-        catalog = load_catalog(settings.schemas_dir)
+        catalog = deployment_catalog(settings)
         client = clickhouse.connect(settings.clickhouse)
         try:
             waiting = batch.unfinalized_hours(client, hourly_tables(catalog), day)
