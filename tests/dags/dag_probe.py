@@ -31,6 +31,10 @@ def main(dags_dir: str) -> None:
     import airflow.providers.standard.sensors.python  # noqa: F401
     from airflow.dag_processing.dagbag import DagBag
 
+    # ... and the library modules the DAG files share (~0.4 s cold)
+    import widehouse.catalog
+    import widehouse.orchestration.params  # noqa: F401
+
     started = time.monotonic()
     bag = DagBag(dag_folder=dags_dir)
     report = {
