@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import sys
+import time
 from typing import Any
 
 import pytest
@@ -102,3 +103,43 @@ def test_dedup_off_means_at_least_once(spark: Any, services: Settings, ns: str) 
     # without requireExactlyOnce it writes (at-least-once, with a warning in the executor log)
     df.write.format("pulsar").mode("append").save()
     assert sorted(m.data() for m in read_all(services.pulsar, target)) == [b"v1", b"v2"]
+
+
+def test_a_replayed_task_sends_only_what_is_missing(services: Settings, ns: str) -> None:
+    """A task that fails after part of its rows: the retry (same names, same ids) adds the rest."""
+    import pyarrow as pa
+
+    from widehouse.source.sink import WriteIdentity, write_batches
+    from widehouse.source.sink_options import SinkOptions
+
+    target = f"persistent://{ns}/replayed"
+    with PulsarAdmin(services.pulsar) as admin:
+        enable_deduplication(admin, ns)
+        admin.ensure_partitions(target, 2)
+    options = SinkOptions(
+        pulsar=services.pulsar, topic=target, require_exactly_once=True, batch_max_messages=7
+    )
+    identity = WriteIdentity("q1", 5, 3)
+    rows = [f"r{i}" for i in range(100)]
+    keys = [f"k{i % 9}" if i % 4 else None for i in range(100)]
+    batches = pa.table({"value": rows, "__key": keys}).to_batches(max_chunksize=16)
+
+    def cut_off() -> Any:
+        yield from batches[:3]  # 48 rows, then the task dies
+        raise RuntimeError("executor lost")
+
+    with pytest.raises(RuntimeError, match="executor lost"):
+        write_batches(cut_off(), options, identity)
+    time.sleep(1.0)  # batches already on the wire when the producers closed may still be stored
+    stored = len(read_all(services.pulsar, target))
+    assert 0 < stored < 48  # whole producer batches only: the unfinished ones were dropped
+    again = write_batches(iter(batches), options, identity)  # the retry
+    assert (again.rows, again.sent, again.skipped) == (100, 100 - stored, stored)
+    assert again.per_topic == {target: 100}
+    replay = write_batches(iter(batches), options, identity)  # the whole task again: nothing new
+    assert (replay.sent, replay.skipped) == (0, 100)
+    later = write_batches(iter(batches[:1]), options, WriteIdentity("q1", 6, 3))  # next micro-batch
+    assert (later.sent, later.skipped) == (16, 0)
+    messages = read_all(services.pulsar, target)
+    assert sorted(m.data().decode() for m in messages) == sorted(rows + rows[:16])
+    assert {m.producer_name() for m in messages} == {"widehouse-sink-q1-3"}

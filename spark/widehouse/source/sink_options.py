@@ -14,8 +14,9 @@ Options (case-insensitive; every error names the option and value):
   (see :mod:`widehouse.pulsar.dedup`); otherwise such a topic is written at-least-once, with a warning.
 - ``producerNamePrefix`` (``widehouse-sink``): producer names are ``<prefix>-<query id>-<partition>``.
 - ``maxProducersPerTask`` (64): producers a task keeps open (least recently used closed first).
-- ``batchingMaxMessages`` (1000), ``batchingMaxPublishDelay`` (``100ms``), ``maxPendingMessages``
-  (5000), ``compression`` (``lz4``; ``none``, ``zstd``, ``zlib``, ``snappy``).
+- ``batchingMaxMessages`` (1000: messages per producer batch; batches are cut by the sink, see
+  :mod:`.sink`), ``maxPendingMessages`` (5000), ``compression`` (``lz4``; ``none``, ``zstd``,
+  ``zlib``, ``snappy``).
 
 Spark passes ``checkpointLocation``, ``queryName`` and ``path`` along; they are accepted and unused.
 """
@@ -40,7 +41,6 @@ KNOWN = (
     "producerNamePrefix",
     "maxProducersPerTask",
     "batchingMaxMessages",
-    "batchingMaxPublishDelay",
     "maxPendingMessages",
     "compression",
 )
@@ -68,7 +68,6 @@ class SinkOptions:
     producer_prefix: str = "widehouse-sink"
     max_producers: int = 64
     batch_max_messages: int = 1000
-    batch_delay_ms: int = 100
     max_pending: int = 5000
     compression: str = "LZ4"
     columns: tuple[str, ...] = field(default=("value",))
@@ -110,7 +109,6 @@ def parse_sink_options(options: Mapping[str, str], defaults: PulsarSettings | No
         producer_prefix=prefix,
         max_producers=_integer(values, "maxProducersPerTask", 64, 1),
         batch_max_messages=_integer(values, "batchingMaxMessages", 1000, 1),
-        batch_delay_ms=_duration_ms(values, "batchingMaxPublishDelay", 100),
         max_pending=_integer(values, "maxPendingMessages", 5000, 1),
         compression=COMPRESSIONS[compression],
     )
@@ -181,13 +179,3 @@ def _integer(values: dict[str, str], name: str, default: int, minimum: int) -> i
     if number < minimum:
         raise ConfigError(f"option {name}={raw!r} must be >= {minimum}")
     return number
-
-
-def _duration_ms(values: dict[str, str], name: str, default: int) -> int:
-    raw = values.get(name)
-    if raw is None:
-        return default
-    match = re.fullmatch(r"(\d+)\s*(ms|s)?", raw)
-    if not match:
-        raise ConfigError(f"option {name}={raw!r} is not a duration such as 100ms or 1s")
-    return int(match.group(1)) * (1000 if match.group(2) == "s" else 1)
