@@ -43,6 +43,7 @@ from pyspark.sql.streaming.datasource import (
 
 from widehouse.errors import ConfigError, PulsarError
 from widehouse.source.controller import BatchPlanner, StreamController, budget_of
+from widehouse.source.decode import DECODE_ERROR, ValueDecoder
 from widehouse.source.metrics import BatchLog, TopicBatchMetrics, batch_log
 from widehouse.source.options import NO_LIMIT, ReadConfig, SourceOptions, parse_options
 from widehouse.source.planning import ReadTask
@@ -81,15 +82,20 @@ class PulsarDataSource(DataSource):
         return FORMAT
 
     def schema(self) -> str:
-        return SCHEMA_DDL
+        decoder = _decoder(parse_options(dict(self.options), batch=True))
+        return decoder.spark_ddl() if decoder is not None else SCHEMA_DDL
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        _check_schema(schema)
-        return PulsarBatchReader(parse_options(dict(self.options), batch=True))
+        options = parse_options(dict(self.options), batch=True)
+        decoder = _decoder(options)
+        _check_schema(schema, decoder)
+        return PulsarBatchReader(options, decoder)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 (PySpark's API)
-        _check_schema(schema)
-        return PulsarStreamReader(parse_options(dict(self.options)).for_stream())
+        options = parse_options(dict(self.options)).for_stream()
+        decoder = _decoder(options)
+        _check_schema(schema, decoder)
+        return PulsarStreamReader(options, decoder)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         return PulsarBatchWriter(_sink_options(self.options, schema, overwrite), uuid.uuid4().hex[:16])
@@ -99,9 +105,10 @@ class PulsarDataSource(DataSource):
 
 
 class PulsarBatchReader(DataSourceReader):
-    def __init__(self, options: SourceOptions) -> None:
+    def __init__(self, options: SourceOptions, decoder: ValueDecoder | None = None) -> None:
         self.options = options
         self.read_config: ReadConfig = options.read_config
+        self.decoder = decoder
 
     def partitions(self) -> Sequence[InputPartition]:
         planner = BatchPlanner(self.options)
@@ -113,13 +120,14 @@ class PulsarBatchReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, PulsarInputPartition):  # Spark's stand-in for "no partitions"
             return iter(())
-        return read_task(partition.task, self.read_config)
+        return _decoded(read_task(partition.task, self.read_config), self.decoder)
 
 
 class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, options: SourceOptions) -> None:
+    def __init__(self, options: SourceOptions, decoder: ValueDecoder | None = None) -> None:
         self.options = options
         self.read_config: ReadConfig = options.read_config
+        self.decoder = decoder
         self._controller: StreamController | None = None
 
     @property
@@ -160,7 +168,7 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, PulsarInputPartition):  # Spark's stand-in for "no partitions"
             return iter(())
-        return read_task(partition.task, self.read_config)
+        return _decoded(read_task(partition.task, self.read_config), self.decoder)
 
     def commit(self, end: dict[str, Any]) -> None:
         self.controller.commit(end)
@@ -254,14 +262,35 @@ def _log_commit(what: str, messages: Sequence[WriterCommitMessage | None]) -> No
         )
 
 
-def _check_schema(schema: StructType) -> None:
+def _check_schema(schema: StructType, decoder: ValueDecoder | None = None) -> None:
     names = [f.name for f in schema.fields]
     from widehouse.source.schema import COLUMNS
 
-    if tuple(names) != COLUMNS:
+    expected: tuple[str, ...] = COLUMNS
+    if decoder is not None:
+        expected = (*(f.name for f in decoder.fields()), *COLUMNS, DECODE_ERROR)
+    if tuple(names) != expected:
         raise ConfigError(
-            f"the pulsar source has a fixed schema ({', '.join(COLUMNS)}); do not pass .schema(...)"
+            f"the pulsar source has a fixed schema ({', '.join(expected)}); do not pass .schema(...)"
         )
+
+
+def _decoder(options: SourceOptions) -> ValueDecoder | None:
+    """With ``schema=registry``: the decoder of the topics' registered schema (asked once here)."""
+    if options.value_schema != "registry":
+        return None
+    from widehouse.pulsar.admin import PulsarAdmin
+    from widehouse.pulsar.schemas import registered_schema
+
+    with PulsarAdmin(options.pulsar) as admin:
+        schemas = {topic: registered_schema(admin, topic) for topic in options.selector.topics}
+    return ValueDecoder.of(schemas)
+
+
+def _decoded(batches: Iterator[pa.RecordBatch], decoder: ValueDecoder | None) -> Iterator[pa.RecordBatch]:
+    if decoder is None:
+        return batches
+    return (decoder.decode(batch) for batch in batches)
 
 
 def register(spark: SparkSession) -> None:
