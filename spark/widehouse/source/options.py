@@ -21,6 +21,8 @@ below are the canonical camelCase.
   ``<subscriptionPrefix><appId>``), ``subscriptionPrefix`` (``widehouse-``),
   ``durableSubscription`` (``true``), ``heartbeatInterval`` (``10m``).
 - Tasks: ``messagesPerTask`` (100000), ``minTasks`` (1), ``maxPartitionsPerTask`` (256).
+- ``schema``: ``raw`` (default: ``value`` is the payload's bytes) or ``registry`` (``topics`` only:
+  decode ``value`` by the topics' registered JSON / Avro schema, see :mod:`.decode`).
 - Reading: ``readTimeout`` (``120s``: longest wait for a message that must exist),
   ``receiverQueueSize`` (2000), ``arrowBatchRows`` (10000); ``adminConcurrency`` (16 parallel admin
   calls on the driver side).
@@ -70,6 +72,7 @@ KNOWN = (
     "receiverQueueSize",
     "adminConcurrency",
     "arrowBatchRows",
+    "schema",
 )
 _CANONICAL = {k.lower(): k for k in KNOWN}
 _DURATION_RE = re.compile(r"^\s*(\d+)\s*(ms|s|sec|m|min|h)?\s*$", re.IGNORECASE)
@@ -110,6 +113,8 @@ class SourceOptions:
     receiver_queue_size: int
     admin_concurrency: int
     arrow_batch_rows: int
+    value_schema: str = "raw"
+    """``raw`` or ``registry`` (decode by the registered schema)."""
 
     @property
     def read_config(self) -> ReadConfig:
@@ -225,7 +230,17 @@ def parse_options(
         receiver_queue_size=opts.integer("receiverQueueSize", 2000, minimum=1) or 2000,
         admin_concurrency=opts.integer("adminConcurrency", 16, minimum=1) or 16,
         arrow_batch_rows=opts.integer("arrowBatchRows", 10_000, minimum=1) or 10_000,
+        value_schema=_value_schema(opts, selector),
     )
+
+
+def _value_schema(opts: _Opts, selector: TopicSelector) -> str:
+    value = (opts.get("schema") or "raw").lower()
+    if value not in ("raw", "registry"):
+        raise ConfigError(f"option schema={value!r} must be raw or registry")
+    if value == "registry" and not selector.topics:
+        raise ConfigError("option schema=registry needs option topics (the schema is looked up per topic)")
+    return value
 
 
 def _selector(opts: _Opts) -> TopicSelector:
