@@ -4,7 +4,8 @@ One query per slot group, each with its own checkpoint (``<checkpoint root>/<app
 Pulsar subscription (``appId`` = ``<app>-<group>``) and its own idempotency key. On a cluster every
 group runs as its own app (``stream_wide.py --group g001``); locally several groups can share one app
 (``--group g001 --group g002``), which is also how they share the embedded ClickHouse engine (chDB
-serves one process).
+serves one process). A topic a replan moved to a group continues where its old group committed it
+(:mod:`widehouse.source.handover`).
 
 A query that fails is restarted from its checkpoint after a backoff, and given up after
 ``max_restarts`` consecutive failures with no batch committed in between (the policy is
@@ -30,6 +31,7 @@ from widehouse.settings import Settings
 from widehouse.stream.options import GroupSpec, RunOptions
 from widehouse.stream.restart import GiveUp, RestartBook, RestartPolicy
 from widehouse.stream.spark.batch import BatchWriter
+from widehouse.stream.spark.handover import start_after
 from widehouse.stream.tables import ensure_clickhouse
 
 log = logging.getLogger("widehouse.stream")
@@ -113,6 +115,8 @@ class StreamApp:
             appId=f"{stream.app}-{group.name}",
             startingOffsets=self.options.starting_offsets,
             maxMessagesPerTrigger=stream.max_messages,
+            # topics moved here by a replan continue where their old group committed them
+            startAfter=start_after(self.spark, stream, group.name, group.topics),
         )
         reader = self.spark.readStream.format("pulsar").options(**options).load()
         writer_stream = (
