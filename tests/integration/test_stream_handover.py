@@ -108,3 +108,46 @@ def test_a_moved_topic_continues_from_its_old_groups_commit(
         "SELECT group, sum(rows_in) AS n FROM stream_progress FINAL WHERE topic != '*' GROUP BY group"
     )
     assert {r["group"]: r["n"] for r in rows_in} == {"g001": 7 + 1, "g002": 3}
+
+
+def _offset_log(path: Path, topics: dict[str, dict[str, str]], app: str) -> None:
+    """An offset log file as Spark writes it: version, batch metadata, one line per source."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    source = {"pulsar": 1, "app": app, "topics": topics}
+    path.write_text(f'v1\n{{"batchWatermarkMs":0,"batchTimestampMs":1}}\n{json.dumps(source)}')
+
+
+def test_checkpoints_are_read_through_hadoop_and_an_unfinished_batch_refuses_the_handover(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Hand-written checkpoints: g001 committed batch 0, planned batch 1 (it read 2 messages of y)."""
+    from widehouse.settings import StreamSettings
+    from widehouse.source.handover import HandoverError, parse_marks
+    from widehouse.stream.spark.handover import start_after
+
+    x, y = "persistent://t/ns/x", "persistent://t/ns/y"
+    stream = StreamSettings(app="wh", checkpoint_root=str(tmp_path))
+    g001 = tmp_path / "wh" / "g001"
+    _offset_log(
+        g001 / "offsets" / "0", {x: {"0": "5:1|3|-1|3|earliest"}, y: {"0": "6:4|9|-1|9|earliest"}}, "wh-g001"
+    )
+    (g001 / "commits").mkdir()
+    (g001 / "commits" / "0").write_text('v1\n{"nextBatchWatermarkMs":0}')
+    _offset_log(g001 / "offsets" / "1", {x: {"0": "5:1|3|3|3"}, y: {"0": "6:6:1|11|9|11"}}, "wh-g001")
+
+    with pytest.raises(HandoverError, match="slot group g001 has an unfinished batch 1 that read 2 message"):
+        start_after(spark, stream, "g002", (y,))
+    # x was not read by the unfinished batch: handed over from batch 0
+    assert parse_marks(start_after(spark, stream, "g002", (x,)) or "") == parse_marks(
+        '{"persistent://t/ns/x": {"0": "5:1|3"}}'
+    )
+
+    # once batch 1 is committed, y continues after it, inside the batch entry 6:6
+    (g001 / "commits" / "1").write_text('v1\n{"nextBatchWatermarkMs":0}')
+    assert parse_marks(start_after(spark, stream, "g002", (y,)) or "") == parse_marks(
+        '{"persistent://t/ns/y": {"0": "6:6:1|11"}}'
+    )
+    # a group whose own checkpoint already has y gets nothing handed over; the group itself neither
+    _offset_log(tmp_path / "wh" / "g002" / "offsets" / "0", {y: {"0": "6:2|7|-1|7|earliest"}}, "wh-g002")
+    assert start_after(spark, stream, "g002", (y,)) is None
+    assert start_after(spark, stream, "g001", (x, y)) is None

@@ -4,7 +4,8 @@ Checkpoints live at ``<checkpoint root>/<app>/<group>``; Spark writes ``offsets/
 batch ``n`` and ``commits/<n>`` once the batch is written. For every other group directory this
 reads the offset log entry of the last committed batch, and the newest planned one when it is not
 committed, through the cluster's file system (local, HDFS, S3 ... as the session has). Costs a few
-file-system calls per group, once per query start.
+file-system calls per group read: one group (its own checkpoint) on most starts, every group of the
+app when a plan gave the group topics its checkpoint does not have.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import logging
 from typing import Any
 
 from widehouse.errors import PulsarError
+from widehouse.pulsar.positions import TopicPartition
 from widehouse.settings import StreamSettings
 from widehouse.source.handover import GroupCheckpoint, encode_marks, handover_marks
 from widehouse.source.metrics import offsets_from_log
@@ -22,10 +24,22 @@ log = logging.getLogger("widehouse.stream")
 
 
 def start_after(spark: Any, stream: StreamSettings, group: str, topics: tuple[str, ...]) -> str | None:
-    """The pulsar source's ``startAfter`` option for ``group`` (None when nothing is handed over)."""
+    """The pulsar source's ``startAfter`` option for ``group`` (None when nothing is handed over).
+
+    Only topics absent from the group's own checkpoint can be new to it, so a restart, or a start
+    whose plan gave the group no new topic, reads one checkpoint; a group that got new topics reads
+    every group's of the app.
+    """
     app_root = f"{stream.checkpoint_root.rstrip('/')}/{stream.app}"
+    fs = _file_system(spark, app_root)
+    own = _group_checkpoint(spark, fs, group, f"{app_root}/{group}")
+    latest = own.pending or own.committed
+    known = {tp.topic for tp in latest.partitions} if latest is not None else set()
+    new = tuple(t for t in topics if TopicPartition.of(t).topic not in known)
+    if not new:
+        return None
     checkpoints = [cp for cp in group_checkpoints(spark, app_root) if cp.group != group]
-    marks = handover_marks(group, topics, checkpoints)
+    marks = handover_marks(group, new, checkpoints)
     if not marks:
         return None
     log.info(
@@ -39,9 +53,8 @@ def start_after(spark: Any, stream: StreamSettings, group: str, topics: tuple[st
 
 def group_checkpoints(spark: Any, app_root: str) -> list[GroupCheckpoint]:
     """What every group checkpoint under ``app_root`` committed (and planned beyond that)."""
-    jvm = spark.sparkContext._jvm
-    root = jvm.org.apache.hadoop.fs.Path(app_root)
-    fs = root.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    fs = _file_system(spark, app_root)
+    root = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(app_root)
     if not fs.exists(root):
         return []
     found = []
@@ -51,6 +64,11 @@ def group_checkpoints(spark: Any, app_root: str) -> list[GroupCheckpoint]:
         path = status.getPath()
         found.append(_group_checkpoint(spark, fs, str(path.getName()), str(path.toString())))
     return found
+
+
+def _file_system(spark: Any, location: str) -> Any:
+    path = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(location)
+    return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
 
 
 def _batch_ids(spark: Any, fs: Any, directory: str) -> list[int]:
