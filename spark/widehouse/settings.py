@@ -906,8 +906,23 @@ VARIABLES: tuple[Variable[Any], ...] = (
         3,
         _parse_non_negative_int,
         "stream.max_restarts",
-        "Streaming: restarts of a failed query from its checkpoint "
-        "before the app gives up (0 = fail at once).",
+        "Streaming: consecutive restarts of a failed query from its checkpoint, with no batch "
+        "committed in between, before the app gives up (0 = fail at once).",
+    ),
+    Variable(
+        "WIDEHOUSE_STREAM_RESTART_BACKOFF_SECONDS",
+        1.0,
+        _parse_positive_float,
+        "stream.restart_backoff_s",
+        "Streaming: wait before the first restart of a failed query; doubled for each further "
+        "consecutive failure.",
+    ),
+    Variable(
+        "WIDEHOUSE_STREAM_RESTART_BACKOFF_MAX_SECONDS",
+        60.0,
+        _parse_positive_float,
+        "stream.restart_backoff_max_s",
+        "Streaming: cap of the wait between restarts of a failed query.",
     ),
     Variable(
         "WIDEHOUSE_AIRFLOW_PORT",
@@ -1248,6 +1263,15 @@ class StreamSettings:
     sinks: tuple[str, ...] = _default("stream.sinks")
     stop_grace_seconds: float = _default("stream.stop_grace_seconds")
     max_restarts: int = _default("stream.max_restarts")
+    restart_backoff_s: float = _default("stream.restart_backoff_s")
+    restart_backoff_max_s: float = _default("stream.restart_backoff_max_s")
+
+    def __post_init__(self) -> None:
+        if self.restart_backoff_s > self.restart_backoff_max_s:
+            raise ConfigError(
+                f"WIDEHOUSE_STREAM_RESTART_BACKOFF_SECONDS={self.restart_backoff_s!r} must be <= "
+                f"WIDEHOUSE_STREAM_RESTART_BACKOFF_MAX_SECONDS={self.restart_backoff_max_s!r} (its cap)"
+            )
 
     def checkpoint(self, group: str) -> str:
         """Checkpoint location of one slot group."""

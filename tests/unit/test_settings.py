@@ -109,6 +109,8 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     "WIDEHOUSE_SUPERVISOR_BACKOFF_MAX_SECONDS": ("600", 600.0),
     "WIDEHOUSE_SUPERVISOR_MAX_FAILURES": ("2", 2),
     "WIDEHOUSE_SPARK_SUBMIT": ("/opt/spark/bin/spark-submit", "/opt/spark/bin/spark-submit"),
+    "WIDEHOUSE_STREAM_RESTART_BACKOFF_SECONDS": ("0.25", 0.25),
+    "WIDEHOUSE_STREAM_RESTART_BACKOFF_MAX_SECONDS": ("600", 600.0),
 }
 
 BY_NAME = {v.name: v for v in VARIABLES}
@@ -393,6 +395,8 @@ def test_the_default_dsn_is_the_local_service() -> None:
         ("WIDEHOUSE_STREAM_TRIGGER_SECONDS", "inf", "finite"),
         ("WIDEHOUSE_STREAM_TRIGGER_SECONDS", "NaN", "finite"),
         ("WIDEHOUSE_STREAM_STOP_GRACE_SECONDS", "-inf", "finite"),
+        ("WIDEHOUSE_STREAM_RESTART_BACKOFF_SECONDS", "0", "positive number"),
+        ("WIDEHOUSE_STREAM_RESTART_BACKOFF_MAX_SECONDS", "nan", "finite"),
         ("WIDEHOUSE_PLAN_MESSAGE_COST", "inf", "finite"),
         ("WIDEHOUSE_PLAN_SLOT_CAPACITY", "nan", "finite"),
         ("WIDEHOUSE_PLAN_TARGET_FILL", "nan", "finite"),
@@ -496,6 +500,21 @@ def test_planner_cross_field_check_names_the_variables() -> None:
         ConfigError, match=r"^WIDEHOUSE_PLAN_\* settings: .*isolation=0\.9 must be <= target_fill=0\.8"
     ):
         load_settings({**BASE, "WIDEHOUSE_PLAN_ISOLATION": "0.9"})
+
+
+def test_stream_restart_backoff_cross_check_names_the_variables() -> None:
+    with pytest.raises(
+        ConfigError,
+        match=r"WIDEHOUSE_STREAM_RESTART_BACKOFF_SECONDS=30\.0 must be <= "
+        r"WIDEHOUSE_STREAM_RESTART_BACKOFF_MAX_SECONDS=10\.0",
+    ):
+        load_settings(
+            {
+                **BASE,
+                "WIDEHOUSE_STREAM_RESTART_BACKOFF_SECONDS": "30",
+                "WIDEHOUSE_STREAM_RESTART_BACKOFF_MAX_SECONDS": "10",
+            }
+        )
 
 
 # -- secrets ------------------------------------------------------------------------------------

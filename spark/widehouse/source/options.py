@@ -17,6 +17,9 @@ below are the canonical camelCase.
   ``maxMessagesPerTopic`` (cap: a number, or JSON ``{"<topic>": n, "*": n}``),
   ``minMessagesPerTrigger`` + ``maxTriggerDelay`` (wait for that many messages, at most that long,
   default 15m).
+- ``startAfter`` (streams): JSON ``{"<topic>": {"<partition>": "<ledger:entry[:batch]>|<index>"}}``,
+  marks handed over from another slot group: a partition new to the query starts right after its
+  mark instead of at ``startingOffsets`` / the earliest message (:mod:`.handover`).
 - Subscriptions: ``appId`` (required for streams; names the durable subscriptions
   ``<subscriptionPrefix><appId>``), ``subscriptionPrefix`` (``widehouse-``),
   ``durableSubscription`` (``true``), ``heartbeatInterval`` (``10m``).
@@ -37,11 +40,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from widehouse.errors import ConfigError, PulsarError
-from widehouse.pulsar.positions import EARLIEST
+from widehouse.pulsar.positions import EARLIEST, Mark, TopicPartition
 from widehouse.pulsar.topics import TopicName
 from widehouse.settings import PulsarSettings, mask_url
 from widehouse.source.admission import Limits
 from widehouse.source.broker import TopicSelector
+from widehouse.source.handover import parse_marks
 from widehouse.source.offsets import LATEST, OffsetSpec, parse_offset_spec
 from widehouse.source.subscriptions import DEFAULT_PREFIX, validate_app_id
 
@@ -61,6 +65,7 @@ KNOWN = (
     "maxMessagesPerTopic",
     "minMessagesPerTrigger",
     "maxTriggerDelay",
+    "startAfter",
     "appId",
     "subscriptionPrefix",
     "durableSubscription",
@@ -115,6 +120,8 @@ class SourceOptions:
     arrow_batch_rows: int
     value_schema: str = "raw"
     """``raw`` or ``registry`` (decode by the registered schema)."""
+    start_after: Mapping[TopicPartition, Mark] = field(default_factory=dict)
+    """Handed-over marks: where partitions new to a streaming query start (``startAfter``)."""
 
     @property
     def read_config(self) -> ReadConfig:
@@ -208,6 +215,9 @@ def parse_options(
     app_id = opts.get("appId")
     if app_id is not None:
         validate_app_id(app_id)
+    start_after_text = opts.get("startAfter")
+    if start_after_text is not None and batch:
+        raise ConfigError("option startAfter is for streaming queries (spark.readStream) only")
     prefix = opts.get("subscriptionPrefix") or DEFAULT_PREFIX
     if not re.fullmatch(r"[A-Za-z0-9_.\-]{1,50}", prefix):
         raise ConfigError(f"option subscriptionPrefix={prefix!r}: use letters, digits, '_', '.', '-'")
@@ -231,6 +241,7 @@ def parse_options(
         admin_concurrency=opts.integer("adminConcurrency", 16, minimum=1) or 16,
         arrow_batch_rows=opts.integer("arrowBatchRows", 10_000, minimum=1) or 10_000,
         value_schema=_value_schema(opts, selector),
+        start_after=parse_marks(start_after_text) if start_after_text is not None else {},
     )
 
 
