@@ -48,23 +48,23 @@ def late_partials(
     topics = [str(t.name) for t in catalog.topics_for(table)]
     # one row per message: a replayed batch may have stored a late event twice
     stored = client.arrow(
-        f"SELECT topic, message_id, any(event_time) AS event_time, any(payload) AS payload, "
-        f"any(payload_bytes) AS payload_bytes FROM {LATE} WHERE app = {{app:String}} "
+        f"SELECT topic, message_id, any(event_time) AS late_event_time, any(payload) AS late_payload, "
+        f"any(payload_bytes) AS late_payload_bytes FROM {LATE} WHERE app = {{app:String}} "
         "AND topic IN {topics:Array(String)} AND event_time >= {a:DateTime64(3, 'UTC')} "
         "AND event_time < {b:DateTime64(3, 'UTC')} GROUP BY topic, message_id ORDER BY topic, message_id",
         {"app": app, "topics": topics, "a": sql_time(hour), "b": sql_time(hour + HOUR)},
     )
     plan = TransformPlan.for_topics(catalog, topics)
     plan = TransformPlan(catalog, (table,), plan.payload_limit)
-    whole = pc.equal(pc.binary_length(stored["payload"]), stored["payload_bytes"].cast(pa.int32()))
+    whole = pc.equal(pc.binary_length(stored["late_payload"]), stored["late_payload_bytes"].cast(pa.int32()))
     complete = stored.filter(whole)
     truncated = stored.num_rows - complete.num_rows
     batch = pa.RecordBatch.from_pydict(
         {
-            "value": complete["payload"].cast(pa.binary()).combine_chunks(),
+            "value": complete["late_payload"].cast(pa.binary()).combine_chunks(),
             "__topic": complete["topic"].cast(pa.string()).combine_chunks(),
             "__messageId": complete["message_id"].cast(pa.string()).combine_chunks(),
-            "__publishTime": complete["event_time"].cast(pa.timestamp("us", tz="UTC")).combine_chunks(),
+            "__publishTime": complete["late_event_time"].cast(pa.timestamp("us", tz="UTC")).combine_chunks(),
         }
     )
     out = pa.Table.from_batches(list(transform(iter([batch]), plan)), schema=output_schema(plan))
