@@ -47,3 +47,15 @@ class PlanError(WidehouseError):
 
 class HBaseError(WidehouseError):
     """HBase through Thrift failed."""
+
+
+class BatchError(WidehouseError):
+    """A batch job (finalize, daily merge) cannot go on; nothing was published."""
+
+
+class NotReadyError(BatchError):
+    """An hour may not be finalized yet: a slot group's watermark has not passed it."""
+
+
+class ReconciliationError(BatchError):
+    """The broker, the stream's counts and the stored rows disagree for an hour."""

@@ -198,9 +198,28 @@ CREATE TABLE IF NOT EXISTS `wh`.`user_daily_final`
     `blocked_users` Nullable(Int64),
     `finalized_at` DateTime64(3, 'UTC')
 )
-ENGINE = ReplacingMergeTree(`finalized_at`)
+ENGINE = ReplacingMergeTree
 PARTITION BY toYYYYMM(`day`)
-ORDER BY (`uid`, `day`)
+ORDER BY (`uid`, `day`, `finalized_at`)
+SETTINGS non_replicated_deduplication_window = 10000;
+
+CREATE TABLE IF NOT EXISTS `wh`.`finalized_periods`
+(
+    `table` LowCardinality(String),
+    `period` DateTime64(3, 'UTC'),
+    `finalized_at` DateTime64(3, 'UTC'),
+    `run_id` String,
+    `kind` LowCardinality(String),
+    `rows` UInt64,
+    `forced` Bool,
+    `include_late` Bool,
+    `late_rows` UInt64,
+    `reconciliation` LowCardinality(String),
+    `note` String
+)
+ENGINE = MergeTree
+PARTITION BY toYYYYMMDD(`period`)
+ORDER BY (`table`, `period`, `finalized_at`)
 SETTINGS non_replicated_deduplication_window = 10000;
 
 CREATE OR REPLACE VIEW `wh`.`user_daily_merged` AS
@@ -292,8 +311,10 @@ GROUP BY p.`uid`, toDate(p.`hour`);
 
 CREATE OR REPLACE VIEW `wh`.`user_daily` AS
 SELECT `uid`, `day`, `logins`, `login_failures`, `first_login_at`, `last_login_at`, `first_app_version`, `last_app_version`, `last_country`, `last_login_method`, `logouts`, `session_ms`, `app_opens`, `cold_starts`, `slow_launches`, `last_device_model`, `app_crashes`, `anr_count`, `page_views`, `page_dwell_ms`, `wallet_page_views`, `clicks`, `searches`, `last_search_query`, `push_opens`, `notification_clicks`, `settings_changes`, `live_enters`, `last_live_room`, `new_rooms_visited`, `live_watch_ms`, `max_live_watch_ms`, `long_watches`, `live_comments`, `live_likes`, `gifts_sent`, `gift_diamonds_sent`, `max_gift_diamonds`, `big_gifts_sent`, `lucky_gifts_sent`, `last_gift_name`, `gifts_received`, `gift_beans_received`, `broadcasts_started`, `last_live_category`, `broadcast_ms`, `peak_viewers`, `pk_battles`, `pk_wins`, `recharges`, `recharge_usd`, `max_recharge_usd`, `recharge_failures`, `last_pay_channel`, `first_recharge_at`, `subscriptions`, `subscription_usd`, `refunds`, `refund_usd`, `exchanges`, `lucky_draws`, `follows`, `follows_from_live`, `unfollows`, `messages_sent`, `message_chars`, `friend_requests`, `group_joins`, `profile_updates`, `videos_played`, `video_play_ms`, `videos_completed`, `for_you_plays`, `videos_uploaded`, `video_likes`, `video_comments`, `video_downloads`, `duets_created`, `ad_impressions`, `ad_revenue_usd`, `ad_clicks`, `ad_rewards`, `pay_orders`, `pay_success_orders`, `pay_amount_usd`, `pay_refund_usd`, `pay_max_order_usd`, `pay_channels`, `first_pay_at`, `country`, `language`, `gender`, `age`, `user_level`, `vip_level`, `is_anchor`, `register_days`, `followings`, `followers`, `mutual_friends`, `new_followers`, `blocked_users`
-FROM `wh`.`user_daily_final` FINAL
+FROM `wh`.`user_daily_final`
+WHERE (`day`, `finalized_at`) IN
+    (SELECT toDate(`period`), max(`finalized_at`) FROM `wh`.`finalized_periods` WHERE `table` = 'user_daily' GROUP BY `period`)
 UNION ALL
 SELECT `uid`, `day`, `logins`, `login_failures`, `first_login_at`, `last_login_at`, `first_app_version`, `last_app_version`, `last_country`, `last_login_method`, `logouts`, `session_ms`, `app_opens`, `cold_starts`, `slow_launches`, `last_device_model`, `app_crashes`, `anr_count`, `page_views`, `page_dwell_ms`, `wallet_page_views`, `clicks`, `searches`, `last_search_query`, `push_opens`, `notification_clicks`, `settings_changes`, `live_enters`, `last_live_room`, `new_rooms_visited`, `live_watch_ms`, `max_live_watch_ms`, `long_watches`, `live_comments`, `live_likes`, `gifts_sent`, `gift_diamonds_sent`, `max_gift_diamonds`, `big_gifts_sent`, `lucky_gifts_sent`, `last_gift_name`, `gifts_received`, `gift_beans_received`, `broadcasts_started`, `last_live_category`, `broadcast_ms`, `peak_viewers`, `pk_battles`, `pk_wins`, `recharges`, `recharge_usd`, `max_recharge_usd`, `recharge_failures`, `last_pay_channel`, `first_recharge_at`, `subscriptions`, `subscription_usd`, `refunds`, `refund_usd`, `exchanges`, `lucky_draws`, `follows`, `follows_from_live`, `unfollows`, `messages_sent`, `message_chars`, `friend_requests`, `group_joins`, `profile_updates`, `videos_played`, `video_play_ms`, `videos_completed`, `for_you_plays`, `videos_uploaded`, `video_likes`, `video_comments`, `video_downloads`, `duets_created`, `ad_impressions`, `ad_revenue_usd`, `ad_clicks`, `ad_rewards`, CAST(NULL AS Nullable(Int64)) AS `pay_orders`, CAST(NULL AS Nullable(Int64)) AS `pay_success_orders`, CAST(NULL AS Nullable(Float64)) AS `pay_amount_usd`, CAST(NULL AS Nullable(Float64)) AS `pay_refund_usd`, CAST(NULL AS Nullable(Float64)) AS `pay_max_order_usd`, CAST(NULL AS Nullable(Int64)) AS `pay_channels`, CAST(NULL AS Nullable(DateTime64(3, 'UTC'))) AS `first_pay_at`, CAST(NULL AS Nullable(String)) AS `country`, CAST(NULL AS Nullable(String)) AS `language`, CAST(NULL AS Nullable(String)) AS `gender`, CAST(NULL AS Nullable(Int32)) AS `age`, CAST(NULL AS Nullable(Int32)) AS `user_level`, CAST(NULL AS Nullable(Int32)) AS `vip_level`, CAST(NULL AS Nullable(Bool)) AS `is_anchor`, CAST(NULL AS Nullable(Int32)) AS `register_days`, CAST(NULL AS Nullable(Int64)) AS `followings`, CAST(NULL AS Nullable(Int64)) AS `followers`, CAST(NULL AS Nullable(Int64)) AS `mutual_friends`, CAST(NULL AS Nullable(Int64)) AS `new_followers`, CAST(NULL AS Nullable(Int64)) AS `blocked_users`
 FROM `wh`.`user_daily_merged`
-WHERE `day` > (SELECT max(`day`) FROM `wh`.`user_daily_final`);
+WHERE `day` NOT IN (SELECT toDate(`period`) FROM `wh`.`finalized_periods` WHERE `table` = 'user_daily');

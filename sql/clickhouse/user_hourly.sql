@@ -138,9 +138,28 @@ CREATE TABLE IF NOT EXISTS `wh`.`user_hourly_final`
     `ad_clicks` UInt64,
     `finalized_at` DateTime64(3, 'UTC')
 )
-ENGINE = ReplacingMergeTree(`finalized_at`)
+ENGINE = ReplacingMergeTree
 PARTITION BY toYYYYMMDD(`hour`)
-ORDER BY (`uid`, `hour`)
+ORDER BY (`uid`, `hour`, `finalized_at`)
+SETTINGS non_replicated_deduplication_window = 10000;
+
+CREATE TABLE IF NOT EXISTS `wh`.`finalized_periods`
+(
+    `table` LowCardinality(String),
+    `period` DateTime64(3, 'UTC'),
+    `finalized_at` DateTime64(3, 'UTC'),
+    `run_id` String,
+    `kind` LowCardinality(String),
+    `rows` UInt64,
+    `forced` Bool,
+    `include_late` Bool,
+    `late_rows` UInt64,
+    `reconciliation` LowCardinality(String),
+    `note` String
+)
+ENGINE = MergeTree
+PARTITION BY toYYYYMMDD(`period`)
+ORDER BY (`table`, `period`, `finalized_at`)
 SETTINGS non_replicated_deduplication_window = 10000;
 
 CREATE OR REPLACE VIEW `wh`.`user_hourly_merged` AS
@@ -212,8 +231,10 @@ GROUP BY p.`uid`, p.`hour`;
 
 CREATE OR REPLACE VIEW `wh`.`user_hourly` AS
 SELECT `uid`, `hour`, `logins`, `login_failures`, `first_login_at`, `last_login_at`, `last_app_version`, `last_country`, `logouts`, `session_ms`, `app_opens`, `cold_starts`, `app_crashes`, `page_views`, `page_dwell_ms`, `clicks`, `searches`, `search_no_result`, `push_opens`, `live_enters`, `first_live_room`, `last_live_room`, `live_watch_ms`, `max_live_watch_ms`, `live_comments`, `live_likes`, `gifts_sent`, `gift_diamonds_sent`, `max_gift_diamonds`, `big_gifts_sent`, `lucky_gifts_sent`, `gifts_received`, `gift_beans_received`, `broadcasts_started`, `broadcast_ms`, `peak_viewers`, `pk_battles`, `pk_wins`, `mic_joins`, `room_shares`, `recharges`, `recharge_usd`, `max_recharge_usd`, `recharge_failures`, `last_pay_channel`, `subscriptions`, `refunds`, `lucky_draws`, `follows`, `messages_sent`, `message_chars`, `videos_played`, `video_play_ms`, `videos_completed`, `videos_uploaded`, `upload_duration_ms`, `video_likes`, `video_comments`, `video_shares`, `ad_impressions`, `ad_revenue_usd`, `ad_clicks`
-FROM `wh`.`user_hourly_final` FINAL
+FROM `wh`.`user_hourly_final`
+WHERE (`hour`, `finalized_at`) IN
+    (SELECT toDateTime(`period`, 'UTC'), max(`finalized_at`) FROM `wh`.`finalized_periods` WHERE `table` = 'user_hourly' GROUP BY `period`)
 UNION ALL
 SELECT `uid`, `hour`, `logins`, `login_failures`, `first_login_at`, `last_login_at`, `last_app_version`, `last_country`, `logouts`, `session_ms`, `app_opens`, `cold_starts`, `app_crashes`, `page_views`, `page_dwell_ms`, `clicks`, `searches`, `search_no_result`, `push_opens`, `live_enters`, `first_live_room`, `last_live_room`, `live_watch_ms`, `max_live_watch_ms`, `live_comments`, `live_likes`, `gifts_sent`, `gift_diamonds_sent`, `max_gift_diamonds`, `big_gifts_sent`, `lucky_gifts_sent`, `gifts_received`, `gift_beans_received`, `broadcasts_started`, `broadcast_ms`, `peak_viewers`, `pk_battles`, `pk_wins`, `mic_joins`, `room_shares`, `recharges`, `recharge_usd`, `max_recharge_usd`, `recharge_failures`, `last_pay_channel`, `subscriptions`, `refunds`, `lucky_draws`, `follows`, `messages_sent`, `message_chars`, `videos_played`, `video_play_ms`, `videos_completed`, `videos_uploaded`, `upload_duration_ms`, `video_likes`, `video_comments`, `video_shares`, `ad_impressions`, `ad_revenue_usd`, `ad_clicks`
 FROM `wh`.`user_hourly_merged`
-WHERE `hour` > (SELECT max(`hour`) FROM `wh`.`user_hourly_final`);
+WHERE `hour` NOT IN (SELECT toDateTime(`period`, 'UTC') FROM `wh`.`finalized_periods` WHERE `table` = 'user_hourly');

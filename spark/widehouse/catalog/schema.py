@@ -16,9 +16,13 @@ The light core describes every schema as :class:`ColumnSpec` (name, Spark SQL ty
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from widehouse.catalog.model import Topic, WideColumn, WideTable
 from widehouse.catalog.types import SPARK_VALUE_TYPES
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 STREAM_FAMILY = "s"
 OFFLINE_FAMILY = "h"
@@ -84,3 +88,26 @@ def hbase_columns(table: WideTable) -> dict[str, bytes]:
     columns = {c.name: f"{STREAM_FAMILY}:{c.name}".encode() for c in table.columns}
     columns.update({c.name: f"{OFFLINE_FAMILY}:{c.name}".encode() for c in table.offline_columns})
     return columns
+
+
+_ARROW_OF_SPARK = {
+    "bigint": "int64",
+    "int": "int32",
+    "double": "float64",
+    "string": "string",
+    "boolean": "bool_",
+    "timestamp": "timestamp",
+    "date": "date32",
+}
+
+
+def arrow_schema(columns: list[ColumnSpec]) -> pa.Schema:
+    """The Arrow schema of Spark-typed columns (timestamps in µs, UTC), e.g. of :func:`final_columns`."""
+    import pyarrow as pa
+
+    fields = []
+    for column in columns:
+        name = _ARROW_OF_SPARK[column.spark_type]
+        kind = pa.timestamp("us", tz="UTC") if name == "timestamp" else getattr(pa, name)()
+        fields.append(pa.field(column.name, kind, nullable=column.nullable))
+    return pa.schema(fields)

@@ -52,6 +52,8 @@ if TYPE_CHECKING:
     from widehouse.clickhouse.client import ClickHouse
 
 DEDUP_WINDOW = 10_000
+LEDGER_TABLE = "finalized_periods"
+"""The ledger of published periods (:mod:`widehouse.batch.ledger`); the analyst views read it."""
 _DATABASE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 LAST_EMPTY_MS = 0
 FIRST_EMPTY_MS = 10_413_791_999_999  # 2299-12-31 23:59:59.999 UTC, the largest DateTime64(3)
@@ -186,11 +188,12 @@ def final_table_ddl(table: WideTable, database: str, dedup_window: int = DEDUP_W
     lines += [f"{q(c.name)} Nullable({value_type(c.type)})" for c in table.offline_columns]
     lines.append("`finalized_at` DateTime64(3, 'UTC')")
     partition = "toYYYYMMDD(`hour`)" if table.grain == "hour" else "toYYYYMM(`day`)"
+    # Every publish of a period is a new version (its finalized_at); the ledger names the visible one.
     return (
         f"CREATE TABLE IF NOT EXISTS {db}.{q(names.final)}\n{_columns_block(lines)}\n"
-        "ENGINE = ReplacingMergeTree(`finalized_at`)\n"
+        "ENGINE = ReplacingMergeTree\n"
         f"PARTITION BY {partition}\n"
-        f"ORDER BY ({key}, {q(table.period)})\n"
+        f"ORDER BY ({key}, {q(table.period)}, `finalized_at`)\n"
         f"SETTINGS non_replicated_deduplication_window = {int(dedup_window)}"
     )
 
@@ -204,12 +207,16 @@ def analyst_view_ddl(table: WideTable, database: str) -> str:
         f"CAST(NULL AS Nullable({value_type(c.type)})) AS {q(c.name)}" for c in table.offline_columns
     ]
     live = ", ".join([key, period, *stream, *live_offline])
+    as_period = "toDateTime(`period`, 'UTC')" if table.grain == "hour" else "toDate(`period`)"
+    ledger = f"{db}.`{LEDGER_TABLE}` WHERE `table` = '{table.name}'"
     return (
         f"CREATE OR REPLACE VIEW {db}.{q(names.view)} AS\n"
-        f"SELECT {finalized}\nFROM {db}.{q(names.final)} FINAL\n"
+        f"SELECT {finalized}\nFROM {db}.{q(names.final)}\n"
+        f"WHERE ({period}, `finalized_at`) IN\n"
+        f"    (SELECT {as_period}, max(`finalized_at`) FROM {ledger} GROUP BY `period`)\n"
         "UNION ALL\n"
         f"SELECT {live}\nFROM {db}.{q(names.merged)}\n"
-        f"WHERE {period} > (SELECT max({period}) FROM {db}.{q(names.final)})"
+        f"WHERE {period} NOT IN (SELECT {as_period} FROM {ledger})"
     )
 
 
@@ -235,9 +242,12 @@ def shape_ddl(shape: Shape, database: str, dedup_window: int = DEDUP_WINDOW) -> 
 
 def table_ddl(table: WideTable, database: str, dedup_window: int = DEDUP_WINDOW) -> list[str]:
     """Every statement for one wide table, in creation order (tables before the views over them)."""
+    from widehouse.batch.ledger import LEDGER_SHAPE
+
     return [
         partial_table_ddl(table, database, dedup_window),
         final_table_ddl(table, database, dedup_window),
+        shape_ddl(LEDGER_SHAPE, database, dedup_window),  # the analyst view reads it
         merged_view_ddl(table, database),
         analyst_view_ddl(table, database),
     ]

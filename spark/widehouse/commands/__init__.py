@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from widehouse.commands import (
+    batch_cmd,
     catalog_cmd,
     config_cmd,
     demo_cmd,
@@ -30,6 +31,7 @@ COMMANDS: tuple[Callable[[SubParsers], None], ...] = (
     generate_cmd.register,
     generate_cmd.register_offline,
     stream_cmd.register,
+    batch_cmd.register,
     sql_cmd.register,
     demo_cmd.register,
 )

@@ -211,6 +211,22 @@ class PulsarAdmin:
         path = f"{_topic(topic).rest_path}/ledger/{ledger}/entry/{entry}"
         return _entry_info(topic, self.response("GET", path))
 
+    def message_id_at(self, topic: TopicName | str, publish_ms: int) -> Position:
+        """Position of the first entry published at or after ``publish_ms`` (epoch ms); past the
+        last entry when there is none. (Pulsar's ``messageid/{timestamp}``: a binary search over
+        the partition's ledgers by publish time, which is per entry.)"""
+        path = f"{_topic(topic).rest_path}/messageid/{int(publish_ms)}"
+        response = self.response("GET", path, ok=(200, 404))
+        if response.status_code == 404:
+            raise TopicNotFoundError(f"topic {topic} not found: {response.text.strip()[:200]}")
+        try:
+            body = response.json()
+            return Position(int(body["ledgerId"]), int(body["entryId"]))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise PulsarError(
+                f"unexpected message id for {topic} at {publish_ms}: {response.text[:200]}"
+            ) from exc
+
     # -- subscriptions -----------------------------------------------------------------------
     def create_subscription(
         self,

@@ -54,11 +54,21 @@ def test_final_tables_and_analyst_view(catalog: Catalog) -> None:
     final = ddl.final_table_ddl(catalog.table("shop_daily"), "wh")
     assert "`day` Date" in final and "`orders` UInt64" in final and "`spent` Nullable(Float64)" in final
     assert "`pay_orders` Nullable(Int64)" in final and "`pay_usd` Nullable(Float64)" in final
-    assert "ENGINE = ReplacingMergeTree(`finalized_at`)" in final
+    # every publish is a version of its period; the ledger names the visible one
+    assert "ENGINE = ReplacingMergeTree\n" in final and "ORDER BY (`uid`, `day`, `finalized_at`)" in final
     view = ddl.analyst_view_ddl(catalog.table("shop_daily"), "wh")
-    assert "FROM `wh`.`shop_daily_final` FINAL" in view
     assert "CAST(NULL AS Nullable(Int64)) AS `pay_orders`" in view
-    assert "WHERE `day` > (SELECT max(`day`) FROM `wh`.`shop_daily_final`)" in view
+    assert (
+        "FROM `wh`.`shop_daily_final`\nWHERE (`day`, `finalized_at`) IN\n"
+        "    (SELECT toDate(`period`), max(`finalized_at`) FROM `wh`.`finalized_periods` "
+        "WHERE `table` = 'shop_daily' GROUP BY `period`)"
+    ) in view
+    assert (
+        "FROM `wh`.`shop_daily_merged`\n"
+        "WHERE `day` NOT IN (SELECT toDate(`period`) FROM `wh`.`finalized_periods` WHERE `table` = 'shop_daily')"
+    ) in view
+    hourly = ddl.analyst_view_ddl(catalog.table("shop_hourly"), "wh")
+    assert "(SELECT toDateTime(`period`, 'UTC'), max(`finalized_at`)" in hourly
 
 
 def test_ddl_is_deterministic_and_the_database_is_validated(catalog: Catalog, write_catalog: Writer) -> None:

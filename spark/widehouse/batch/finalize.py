@@ -1,0 +1,173 @@
+"""Finalize an hour of an hourly wide table: gate, reconcile, (fold late events,) publish, refresh
+the day's HBase stream family.
+
+Steps, each safe to repeat (a re-run, or a run after a crash at any point, ends with the same
+rows; only ``finalized_at`` and the run id differ):
+
+1. **Gate** (:mod:`.gate`): every feeding group's watermark past hour end + lateness, or
+   ``force`` (recorded in the ledger with the lagging groups).
+2. **Reconcile** (:mod:`.reconcile`): rows in ``reconciliation``; a mismatch stops the run unless
+   ``accept_mismatch`` (then recorded as ``accepted``).
+3. **Late events** with ``include_late``: folded into scratch partials (:mod:`.late`) that join
+   the hour's partials for this run only; the ledger records how many.
+4. **Publish** (:mod:`.publish`): the same Arrow rows to Delta ``silver/<T>`` and ClickHouse
+   ``<T>_final`` + ledger.
+5. **HBase**: the day's stream family ``s`` refreshed (``refresh_day``, given by the caller).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import signal
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from widehouse.batch import ledger
+from widehouse.batch.final_rows import final_hour_rows
+from widehouse.batch.gate import Gate, check
+from widehouse.batch.late import LatePartials, late_partials
+from widehouse.batch.periods import as_hour
+from widehouse.batch.publish import PublishResult, RunInfo, SilverWriter, publish
+from widehouse.batch.reconcile import Reconciliation, reconcile
+from widehouse.clickhouse.ddl import q, table_names
+from widehouse.errors import ConfigError, NotReadyError, ReconciliationError
+from widehouse.stream.tables import ensure_clickhouse
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from widehouse.catalog import Catalog, WideTable
+    from widehouse.clickhouse import ClickHouse
+    from widehouse.pulsar.admin import PulsarAdmin
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class FinalizeRequest:
+    table: str
+    hour: dt.datetime
+    force: bool = False
+    include_late: bool = False
+    accept_mismatch: bool = False
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    faults: tuple[str, ...] = ()
+    """Testing aid: publish steps (``after-silver``, ``after-final``) at which the process kills itself."""
+
+
+@dataclass(frozen=True)
+class FinalizeOutcome:
+    gate: Gate
+    reconciliation: Reconciliation
+    published: PublishResult
+    late: LatePartials | None = None
+    hbase_rows: int | None = None
+
+    def summary(self) -> str:
+        lines = [
+            f"{self.published.table} {self.published.period:%Y-%m-%dT%H}: {self.published.rows} final row(s) "
+            f"published (finalized_at {self.published.finalized_at.isoformat()})",
+            f"  gate: {self.gate.message}",
+            "  reconciliation: " + self.reconciliation.summary().replace("\n", "\n  "),
+        ]
+        if self.late is not None:
+            lines.append(
+                f"  late events folded: {self.late.events} (truncated, not folded: {self.late.truncated}; "
+                f"rejected: {self.late.rejected})"
+            )
+        if self.hbase_rows is not None:
+            lines.append(f"  HBase day rows refreshed (family s): {self.hbase_rows}")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class BatchContext:
+    """What a batch job talks to (plain objects; the job builds them from settings)."""
+
+    client: ClickHouse
+    admin: PulsarAdmin
+    catalog: Catalog
+    silver: SilverWriter
+    app: str
+    plan_path: Path | None = None
+    refresh_day: Callable[[dt.date], int] | None = None
+
+
+def finalize_hour(ctx: BatchContext, request: FinalizeRequest) -> FinalizeOutcome:
+    """Finalize one hour (see the module docstring). Raises NotReadyError / ReconciliationError."""
+    table = ctx.catalog.table(request.table)
+    if table.grain != "hour":
+        raise ConfigError(f"--table {table.name} has grain {table.grain!r}: finalize takes hourly tables")
+    hour = as_hour(request.hour)
+    ensure_clickhouse(ctx.client, ctx.catalog)
+    ledger.ensure(ctx.client)
+
+    gate = check(ctx.client, ctx.catalog, table.name, hour, ctx.app, ctx.plan_path)
+    if not gate.ready and not request.force:
+        raise NotReadyError(gate.message + " (use --force to finalize anyway; it is recorded)")
+
+    rec = reconcile(ctx.client, ctx.admin, ctx.catalog, table.name, hour, app=ctx.app)
+    checked_at = dt.datetime.now(dt.UTC)
+    ledger.record(
+        ctx.client,
+        rec.rows(request.run_id, request.accept_mismatch, checked_at),
+        ledger.RECONCILIATION_SHAPE,
+        f"reconcile:{table.name}:{hour.isoformat()}:{request.run_id}",
+    )
+    if not rec.ok and not request.accept_mismatch:
+        raise ReconciliationError(rec.summary() + "\n(nothing published; --accept-mismatch publishes anyway)")
+
+    late = None
+    scratch = None
+    try:
+        if request.include_late:
+            late = late_partials(ctx.client, ctx.catalog, table.name, hour, ctx.app)
+            if late.rows.num_rows:
+                scratch = _scratch_table(ctx.client, table, request.run_id)
+                ctx.client.insert(scratch, late.rows, f"late:{scratch}")
+        rows = final_hour_rows(ctx.client, table, hour, [q(scratch)] if scratch else None)
+    finally:
+        if scratch:
+            ctx.client.command(f"DROP TABLE IF EXISTS {q(scratch)}")
+
+    notes = []
+    if not gate.ready:
+        notes.append(f"forced: {gate.message}")
+    if not rec.ok:
+        notes.append(f"mismatch accepted: {rec.summary()}")
+    run = RunInfo(
+        run_id=request.run_id,
+        kind="hour",
+        forced=not gate.ready,
+        include_late=request.include_late,
+        late_rows=late.events if late else 0,
+        reconciliation="ok" if rec.ok else "accepted",
+        note="\n".join(notes),
+    )
+    result = publish(ctx.client, ctx.silver, table, hour, rows, run, step=_killer(request.faults))
+    refreshed = ctx.refresh_day(hour.date()) if ctx.refresh_day else None
+    return FinalizeOutcome(gate, rec, result, late, refreshed)
+
+
+def _killer(faults: tuple[str, ...]) -> Callable[[str], None]:
+    def step(point: str) -> None:
+        if point in faults:
+            log.warning("fault injected: SIGKILL at %s", point)
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return step
+
+
+def _scratch_table(client: ClickHouse, table: WideTable, run_id: str) -> str:
+    """A run's own table with ``<T>_partial``'s structure, for its late partials (dropped after)."""
+    partial = table_names(table).partial
+    name = f"{partial}_late_{run_id}"
+    client.command(f"CREATE TABLE IF NOT EXISTS {q(name)} AS {q(partial)}")
+    return name
+
+
+__all__ = ["BatchContext", "FinalizeOutcome", "FinalizeRequest", "finalize_hour"]

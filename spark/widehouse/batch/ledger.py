@@ -1,0 +1,129 @@
+"""The ledger of published periods and the reconciliation table (ClickHouse, declared once).
+
+A period's final rows become visible to analysts when the publish step commits its ledger row:
+the analyst view ``<T>`` shows the rows of ``<T>_final`` whose ``finalized_at`` is the newest
+ledger entry of their period, and live merged rows for periods with no entry. Rows a crashed run
+left behind carry a ``finalized_at`` no ledger row names, so nobody sees them; the next run
+replaces them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING, Any
+
+from widehouse.batch.periods import HOUR, hours_of, sql_time
+from widehouse.clickhouse.ddl import LEDGER_TABLE
+from widehouse.shape import Col, Shape
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from widehouse.clickhouse import ClickHouse
+
+LEDGER = LEDGER_TABLE
+RECONCILIATION = "reconciliation"
+
+LEDGER_SHAPE = Shape(
+    LEDGER,
+    (
+        Col("table", "string", low_cardinality=True),
+        Col("period", "timestamp"),
+        Col("finalized_at", "timestamp"),
+        Col("run_id", "string"),
+        Col("kind", "string", low_cardinality=True),
+        Col("rows", "uint64"),
+        Col("forced", "boolean"),
+        Col("include_late", "boolean"),
+        Col("late_rows", "uint64"),
+        Col("reconciliation", "string", low_cardinality=True),
+        Col("note", "string"),
+    ),
+    partition_by="period",
+    order_by=("table", "period", "finalized_at"),
+)
+"""One row per publish of a period (hour or day) of a table: what was published, when, how."""
+
+RECONCILIATION_SHAPE = Shape(
+    RECONCILIATION,
+    (
+        Col("table", "string", low_cardinality=True),
+        Col("hour", "timestamp"),
+        Col("topic", "string", low_cardinality=True),
+        Col("run_id", "string"),
+        Col("checked_at", "timestamp"),
+        Col("broker", "uint64"),
+        Col("counted_in", "uint64"),
+        Col("valid", "uint64"),
+        Col("quarantined", "uint64"),
+        Col("late", "uint64"),
+        Col("status", "string", low_cardinality=True),
+        Col("detail", "string"),
+    ),
+    partition_by="hour",
+    order_by=("table", "hour", "topic", "checked_at"),
+)
+"""Per (table, hour, topic) and run: the broker's messages of the hour's publish-time range, what
+the stream counted in, and valid + quarantined + late; ``status`` ok / mismatch / accepted."""
+
+BATCH_SHAPES = (LEDGER_SHAPE, RECONCILIATION_SHAPE)
+
+
+def ensure(client: ClickHouse) -> None:
+    client.ensure_shapes(BATCH_SHAPES)
+
+
+def record(client: ClickHouse, rows: list[dict[str, Any]], shape: Shape, token: str) -> None:
+    import pyarrow as pa
+
+    data: pa.Table = pa.Table.from_pylist(rows, schema=shape.arrow_schema())
+    client.insert(shape.name, data, token)
+
+
+def published(
+    client: ClickHouse, table: str, first: dt.datetime, last: dt.datetime
+) -> dict[dt.datetime, dt.datetime]:
+    """Period -> newest ``finalized_at`` of the table's ledger rows with first <= period <= last."""
+    rows = client.rows(
+        f"SELECT period, max(finalized_at) FROM {LEDGER} WHERE `table` = {{t:String}} "
+        "AND period >= {a:DateTime64(3, 'UTC')} AND period <= {b:DateTime64(3, 'UTC')} GROUP BY period",
+        {"t": table, "a": sql_time(first), "b": sql_time(last)},
+    )
+    return {_utc(p): _utc(f) for p, f in rows}
+
+
+def missing_hours(client: ClickHouse, table: str, day: dt.date) -> list[dt.datetime]:
+    """Hours of ``day`` with no published final rows of ``table`` yet."""
+    hours = hours_of(day)
+    done = published(client, table, hours[0], hours[-1])
+    return [h for h in hours if h not in done]
+
+
+def last_entry(client: ClickHouse, table: str, period: dt.datetime) -> dict[str, Any] | None:
+    """The newest ledger row of one period, or None."""
+    result = client.query(
+        f"SELECT * FROM {LEDGER} WHERE `table` = {{t:String}} AND period = {{p:DateTime64(3, 'UTC')}} "
+        "ORDER BY finalized_at DESC LIMIT 1",
+        {"t": table, "p": sql_time(period)},
+    )
+    rows = list(result.named_results())
+    return dict(rows[0]) if rows else None
+
+
+def _utc(value: dt.datetime) -> dt.datetime:
+    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
+
+
+__all__ = [
+    "BATCH_SHAPES",
+    "HOUR",
+    "LEDGER",
+    "LEDGER_SHAPE",
+    "RECONCILIATION",
+    "RECONCILIATION_SHAPE",
+    "ensure",
+    "last_entry",
+    "missing_hours",
+    "published",
+    "record",
+]

@@ -1,0 +1,151 @@
+"""The Delta silver writer (Spark: one writer engine per table, and silver tables are Spark's) and
+the Spark catalog registration of the silver tables (``spark.table("widehouse.user_daily")``)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from typing import TYPE_CHECKING
+
+from widehouse.batch.periods import day_start
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import pyarrow as pa
+    from pyspark.sql import SparkSession
+
+    from widehouse.batch.finalize import FinalizeOutcome, FinalizeRequest
+    from widehouse.catalog import Catalog, WideTable
+    from widehouse.clickhouse import ClickHouse
+    from widehouse.settings import DeltaSettings, Settings
+
+log = logging.getLogger(__name__)
+SPARK_DATABASE = "widehouse"
+PARTITION = "wh_date"
+
+
+def silver_path(delta: DeltaSettings, table: str) -> str:
+    return delta.path("silver", table)
+
+
+class DeltaSilver:
+    """Replaces one period of ``silver/<T>`` in a single Delta commit (``replaceWhere``), then makes
+    sure the table is in the Spark catalog."""
+
+    def __init__(self, spark: SparkSession, delta: DeltaSettings) -> None:
+        self.spark = spark
+        self.delta = delta
+
+    def replace(self, table: WideTable, period: dt.datetime | dt.date, rows: pa.Table) -> None:
+        from pyspark.sql import functions as F  # noqa: N812
+
+        if isinstance(period, dt.datetime):
+            start = period.astimezone(dt.UTC)
+            condition = f"`hour` = timestamp'{start:%Y-%m-%d %H:%M:%S}+00:00'"
+        else:
+            start = day_start(period)
+            condition = f"`day` = date'{period.isoformat()}'"
+        frame = self.spark.createDataFrame(rows)
+        frame = frame.withColumn(PARTITION, F.to_date(F.col(table.period)))
+        path = silver_path(self.delta, table.name)
+        (
+            frame.write.format("delta")
+            .mode("overwrite")
+            .option("replaceWhere", condition)
+            .option("mergeSchema", "true")  # columns the catalog gained
+            .partitionBy(PARTITION)
+            .save(path)
+        )
+        log.info("silver/%s: replaced %s with %d rows", table.name, start.isoformat(), rows.num_rows)
+        register(self.spark, self.delta, table.name)
+
+
+def register(spark: SparkSession, delta: DeltaSettings, table: str) -> None:
+    """``widehouse.<table>`` in the Spark catalog, over the Delta table at ``silver/<table>``."""
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {SPARK_DATABASE}")
+    path = silver_path(delta, table)
+    name = f"{SPARK_DATABASE}.`{table}`"
+    if spark.catalog.tableExists(f"{SPARK_DATABASE}.{table}"):
+        current = spark.sql(f"DESCRIBE DETAIL {name}").first()
+        if current is not None and _same_location(str(current["location"]), path):
+            return
+        spark.sql(f"DROP TABLE {name}")  # external: only the catalog entry goes; the root moved
+    location = path.replace("'", "\\'")
+    spark.sql(f"CREATE TABLE {name} USING delta LOCATION '{location}'")
+
+
+def _same_location(registered: str, path: str) -> bool:
+    def plain(text: str) -> str:
+        return text.removeprefix("file:").removeprefix("//").rstrip("/")
+
+    return plain(registered) == plain(path)
+
+
+def register_all(spark: SparkSession, delta: DeltaSettings, catalog: Catalog) -> list[str]:
+    """Register every wide table whose silver table exists; returns their names."""
+    from delta.tables import DeltaTable
+
+    done = []
+    for table in catalog.wide_tables:
+        if DeltaTable.isDeltaTable(spark, silver_path(delta, table.name)):
+            register(spark, delta, table.name)
+            done.append(f"{SPARK_DATABASE}.{table.name}")
+    return done
+
+
+def batch_catalog(settings: Settings) -> Catalog:
+    """The catalog the streams use (relocated to the tenant suffix, when one is set)."""
+    from widehouse.catalog import load_catalog
+
+    catalog = load_catalog(settings.schemas_dir)
+    suffix = settings.stream.tenant_suffix
+    return catalog.relocated(suffix) if suffix else catalog
+
+
+def run_finalize(settings: Settings, request: FinalizeRequest, refresh_hbase: bool = True) -> FinalizeOutcome:
+    """``widehouse finalize``: build the context from settings and finalize one hour."""
+    from widehouse.batch.finalize import BatchContext, finalize_hour
+    from widehouse.clickhouse import connect
+    from widehouse.pulsar.admin import PulsarAdmin
+    from widehouse.spark.session import build_session
+
+    catalog = batch_catalog(settings)
+    catalog.table(request.table)  # a clear error before anything starts
+    client = connect(settings.clickhouse)
+    admin = PulsarAdmin(settings.pulsar)
+    try:
+        spark = build_session(settings, f"widehouse-finalize-{request.table}")
+        ctx = BatchContext(
+            client=client,
+            admin=admin,
+            catalog=catalog,
+            silver=DeltaSilver(spark, settings.delta),
+            app=settings.stream.app,
+            plan_path=settings.state_dir / "plan.json",
+            refresh_day=_day_refresher(settings, client, catalog) if refresh_hbase else None,
+        )
+        return finalize_hour(ctx, request)
+    finally:
+        admin.close()
+        client.close()
+
+
+def _day_refresher(
+    settings: Settings, client: ClickHouse, catalog: Catalog
+) -> Callable[[dt.date], int] | None:
+    """Refreshes the HBase stream family of every daily table for a day (None until HBase day
+    tables exist in this build)."""
+    try:
+        from widehouse.batch.hbase_day import refresh_stream_family
+    except ImportError:
+        return None
+
+    def refresh(day: dt.date) -> int:
+        return sum(
+            refresh_stream_family(client, settings.hbase, table, day)
+            for table in catalog.wide_tables
+            if table.grain == "day"
+        )
+
+    return refresh
