@@ -9,6 +9,7 @@ from widehouse.commands import (
     batch_cmd,
     catalog_cmd,
     config_cmd,
+    daily_cmd,
     demo_cmd,
     generate_cmd,
     plan_cmd,
@@ -32,6 +33,7 @@ COMMANDS: tuple[Callable[[SubParsers], None], ...] = (
     generate_cmd.register_offline,
     stream_cmd.register,
     batch_cmd.register,
+    daily_cmd.register,
     sql_cmd.register,
     demo_cmd.register,
 )

@@ -55,6 +55,8 @@ def encode_column(values: pa.Array | pa.ChunkedArray, kind: str) -> list[bytes |
     import pyarrow.compute as pc
 
     arrow_type(kind)  # checks the kind
+    if pa.types.is_null(values.type):
+        return [None] * len(values)
     if pa.types.is_timestamp(values.type):
         values = pc.cast(values, pa.timestamp("ms", tz="UTC"), safe=False).cast(pa.int64())
     elif pa.types.is_date(values.type):

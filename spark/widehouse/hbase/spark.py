@@ -45,13 +45,17 @@ def _write_bucket(
     import pyarrow as pa
     from thriftpy2.thrift import TException
 
+    from widehouse.hbase.codec import arrow_type
     from widehouse.hbase.connection import connect
 
     rows = [values for _, values in items]
-    names = [spec.key_name, *(c for c, _ in spec.offline)]
-    data = pa.Table.from_pylist([dict(zip(names, r, strict=True)) for r in rows]) if rows else None
-    if data is None:
-        data = pa.table({n: pa.array([], pa.int64() if n == spec.key_name else pa.string()) for n in names})
+    key_type = pa.int64() if spec.key_type == "long" else pa.string()
+    fields = [pa.field(spec.key_name, key_type)]
+    fields += [
+        pa.field(c, pa.int64() if kind == "timestamp-ms" else arrow_type(kind)) for c, kind in spec.offline
+    ]
+    schema = pa.schema(fields)  # timestamps arrive as epoch ms
+    data = pa.Table.from_pylist([dict(zip(schema.names, r, strict=True)) for r in rows], schema=schema)
     connection = connect(settings)
     try:
         done = write_family(connection.table(spec.name), spec, OFFLINE_FAMILY, day, data, [bucket])
