@@ -109,6 +109,9 @@ def published(client: ClickHouse, day: dt.date) -> list[dict[str, Any]]:
 
 
 def ledger_entries(client: ClickHouse, day: dt.date) -> int:
+    """Ledger rows of ``user_daily`` for the day (0 when no run ever got as far as creating the ledger)."""
+    if not client.scalar("EXISTS TABLE finalized_periods"):
+        return 0
     return int(
         client.scalar(
             "SELECT count() FROM finalized_periods "
