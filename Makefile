@@ -18,7 +18,7 @@ PULSAR_STAMP := $(VENDOR)/pulsar/.resolved
 HBASE_STAMP := $(VENDOR)/hbase/.resolved
 DELTA_STAMP := $(VENDOR)/delta/.resolved
 
-.PHONY: help setup up down status demo smoke test test-unit test-integration lint format bench clean clean-state
+.PHONY: help setup up down status airflow airflow-down demo smoke test test-unit test-integration lint format bench clean clean-state
 
 help: ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -52,11 +52,17 @@ $(DELTA_STAMP): docker/maven/delta/pom.xml scripts/mvn.sh
 up: setup ## start Pulsar, HBase, HBase Thrift and ClickHouse on loopback (no-op when running)
 	$(VENV)/bin/widehouse services up
 
-down: ## stop every local service
-	@if [ -x $(VENV)/bin/widehouse ]; then $(VENV)/bin/widehouse services down; fi
+down: ## stop every local service (and the local Airflow)
+	@if [ -x $(VENV)/bin/widehouse ]; then $(VENV)/bin/widehouse airflow down; $(VENV)/bin/widehouse services down; fi
 
 status: ## show the local services
 	$(VENV)/bin/widehouse services status
+
+airflow: setup ## start Airflow 3 on loopback with dags/ (UI URL and login printed; `make down` stops it)
+	$(VENV)/bin/widehouse airflow up
+
+airflow-down: ## stop the local Airflow only
+	@if [ -x $(VENV)/bin/widehouse ]; then $(VENV)/bin/widehouse airflow down; fi
 
 demo: setup ## the main job on the embedded defaults: services, plan, generator, streams, analyst queries
 	$(VENV)/bin/widehouse demo $(DEMO_ARGS)

@@ -59,3 +59,20 @@ class NotReadyError(BatchError):
 
 class ReconciliationError(BatchError):
     """The broker, the stream's counts and the stored rows disagree for an hour."""
+
+
+class OrchestrationError(WidehouseError):
+    """A scheduled or supervised run (Airflow task, streams supervisor) cannot do its job."""
+
+
+class JobFailedError(OrchestrationError):
+    """A job entrypoint run as a subprocess exited with an error (``code`` is its exit code)."""
+
+    def __init__(self, message: str, code: int, retryable: bool = True) -> None:
+        super().__init__(message)
+        self.code = code
+        self.retryable = retryable
+
+
+class MissingInputError(BatchError):
+    """A batch job's input for the period is not there (e.g. a Hive partition of the day)."""

@@ -37,3 +37,18 @@ def default_schemas_dir() -> Path:
     if root is not None:
         return root / "schemas"
     return Path.cwd() / "schemas"
+
+
+def default_dags_dir() -> Path:
+    root = source_root()
+    if root is not None:
+        return root / "dags"
+    return Path.cwd() / "dags"
+
+
+def default_airflow_connections_file() -> Path | None:
+    """The committed dev connections of a source checkout (docker/airflow/dev-connections.json)."""
+    root = source_root()
+    if root is not None:
+        return root / "docker" / "airflow" / "dev-connections.json"
+    return None

@@ -323,6 +323,29 @@ def _parse_dir(value: str) -> Path:
     return path
 
 
+def _parse_supervisor_mode(value: str) -> str:
+    if value not in SUPERVISOR_MODES:
+        raise ValueError(f"expected one of {', '.join(SUPERVISOR_MODES)}")
+    return value
+
+
+def _parse_file(value: str) -> Path | None:
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    if not path.is_absolute():
+        path = Path.cwd() / path
+    if path.exists() and not path.is_file():
+        raise ValueError("exists and is not a file")
+    return path
+
+
+def _parse_command(value: str) -> str:
+    if _CONTROL_RE.search(value):
+        raise ValueError("must not contain control characters")
+    return value
+
+
 def _parse_java_home(value: str) -> str | None:
     return str(_parse_dir(value))
 
@@ -460,6 +483,7 @@ def _parse_spark_master(value: str) -> str:
 
 STATE = "WIDEHOUSE_STATE_DIR"
 STREAM_SINKS = ("clickhouse", "delta")
+SUPERVISOR_MODES = ("local", "cluster")
 
 
 def _under_state(doc: str, *parts: str, parse: Callable[[str], str] = _parse_location) -> Derived[str]:
@@ -933,8 +957,130 @@ VARIABLES: tuple[Variable[Any], ...] = (
         3,
         _parse_non_negative_int,
         "stream.max_restarts",
-        "Streaming: restarts of a failed query from its checkpoint "
-        "before the app gives up (0 = fail at once).",
+        "Streaming: consecutive restarts of a failed query from its checkpoint, with no batch "
+        "committed in between, before the app gives up (0 = fail at once).",
+    ),
+    Variable(
+        "WIDEHOUSE_STREAM_RESTART_BACKOFF_SECONDS",
+        1.0,
+        _parse_positive_float,
+        "stream.restart_backoff_s",
+        "Streaming: wait before the first restart of a failed query; doubled for each further "
+        "consecutive failure.",
+    ),
+    Variable(
+        "WIDEHOUSE_STREAM_RESTART_BACKOFF_MAX_SECONDS",
+        60.0,
+        _parse_positive_float,
+        "stream.restart_backoff_max_s",
+        "Streaming: cap of the wait between restarts of a failed query.",
+    ),
+    Variable(
+        "WIDEHOUSE_AIRFLOW_PORT",
+        8080,
+        _parse_port,
+        "airflow.port",
+        "Local Airflow: API server (UI, REST API, task execution API) port on loopback.",
+    ),
+    Variable(
+        "WIDEHOUSE_AIRFLOW_WORKER_LOG_PORT",
+        8793,
+        _parse_port,
+        "airflow.worker_log_port",
+        "Local Airflow: the scheduler's log server port (task logs while they run).",
+    ),
+    Variable(
+        "WIDEHOUSE_AIRFLOW_TRIGGERER_LOG_PORT",
+        8794,
+        _parse_port,
+        "airflow.triggerer_log_port",
+        "Local Airflow: the triggerer's log server port.",
+    ),
+    Variable(
+        "WIDEHOUSE_AIRFLOW_USER",
+        "admin",
+        _parse_user,
+        "airflow.user",
+        "Local Airflow: the UI / REST API user (simple auth manager, admin role).",
+    ),
+    Variable(
+        "WIDEHOUSE_AIRFLOW_PASSWORD",
+        "widehouse-local",
+        _parse_password,
+        "airflow.password",
+        "Local Airflow: that user's password (loopback only; set your own on a shared host).",
+        secret=True,
+    ),
+    Variable(
+        "WIDEHOUSE_AIRFLOW_DAGS_DIR",
+        Derived("<checkout>/dags", (), lambda _: paths.default_dags_dir()),
+        _parse_dir,
+        "airflow.dags_dir",
+        "Local Airflow: the DAG folder it parses.",
+    ),
+    Variable(
+        "WIDEHOUSE_AIRFLOW_CONNECTIONS_FILE",
+        Derived(
+            "<checkout>/docker/airflow/dev-connections.json",
+            (),
+            lambda _: paths.default_airflow_connections_file(),
+        ),
+        _parse_file,
+        "airflow.connections_file",
+        "Local Airflow: JSON file of Connections (local file-system secrets backend); "
+        "empty means the metadata DB only.",
+        blank_is_value=True,
+    ),
+    Variable(
+        "WIDEHOUSE_SUPERVISOR_MODE",
+        "local",
+        _parse_supervisor_mode,
+        "supervisor.mode",
+        "Streams supervisor: `local` runs one detached `widehouse stream` process per slot group; "
+        "`cluster` submits each group with spark-submit --deploy-mode cluster.",
+    ),
+    Variable(
+        "WIDEHOUSE_SUPERVISOR_STALE_SECONDS",
+        300.0,
+        _parse_positive_float,
+        "supervisor.stale_seconds",
+        "Streams supervisor: an app whose last committed batch is older than this is stuck (restarted).",
+    ),
+    Variable(
+        "WIDEHOUSE_SUPERVISOR_STARTUP_SECONDS",
+        300.0,
+        _parse_positive_float,
+        "supervisor.startup_seconds",
+        "Streams supervisor: time a (re)started app has to commit its first batch.",
+    ),
+    Variable(
+        "WIDEHOUSE_SUPERVISOR_BACKOFF_SECONDS",
+        30.0,
+        _parse_non_negative_float,
+        "supervisor.backoff_seconds",
+        "Streams supervisor: wait before the first restart of a failed app; doubles per failure.",
+    ),
+    Variable(
+        "WIDEHOUSE_SUPERVISOR_BACKOFF_MAX_SECONDS",
+        1800.0,
+        _parse_non_negative_float,
+        "supervisor.backoff_max_seconds",
+        "Streams supervisor: the longest wait between restarts.",
+    ),
+    Variable(
+        "WIDEHOUSE_SUPERVISOR_MAX_FAILURES",
+        5,
+        _parse_positive_int,
+        "supervisor.max_failures",
+        "Streams supervisor: consecutive failures (no batch committed in between) before an app is "
+        "reported and no longer restarted.",
+    ),
+    Variable(
+        "WIDEHOUSE_SPARK_SUBMIT",
+        "spark-submit",
+        _parse_command,
+        "supervisor.spark_submit",
+        "Streams supervisor, cluster mode: the spark-submit executable.",
     ),
 )
 
@@ -945,6 +1091,7 @@ DERIVED_FIELDS: tuple[DerivedField, ...] = (
         _under_state("hive/metastore_db", "hive", "metastore_db", parse=str),
     ),
     DerivedField("spark.local_dir", _under_state("spark/tmp", "spark", "tmp", parse=str)),
+    DerivedField("airflow.home", Derived("<state>/airflow", (STATE,), lambda r: r[STATE] / "airflow")),
 )
 """Settings fields no variable sets; they follow from the variables named in ``uses``."""
 
@@ -1171,10 +1318,50 @@ class StreamSettings:
     sinks: tuple[str, ...] = _default("stream.sinks")
     stop_grace_seconds: float = _default("stream.stop_grace_seconds")
     max_restarts: int = _default("stream.max_restarts")
+    restart_backoff_s: float = _default("stream.restart_backoff_s")
+    restart_backoff_max_s: float = _default("stream.restart_backoff_max_s")
+
+    def __post_init__(self) -> None:
+        if self.restart_backoff_s > self.restart_backoff_max_s:
+            raise ConfigError(
+                f"WIDEHOUSE_STREAM_RESTART_BACKOFF_SECONDS={self.restart_backoff_s!r} must be <= "
+                f"WIDEHOUSE_STREAM_RESTART_BACKOFF_MAX_SECONDS={self.restart_backoff_max_s!r} (its cap)"
+            )
 
     def checkpoint(self, group: str) -> str:
         """Checkpoint location of one slot group."""
         return f"{self.checkpoint_root.rstrip('/')}/{self.app}/{group}"
+
+
+@dataclass(frozen=True)
+class AirflowSettings:
+    """The local Airflow `widehouse airflow up` runs (API server, scheduler, DAG processor, triggerer)."""
+
+    home: Path
+    dags_dir: Path
+    connections_file: Path | None = field(kw_only=True)
+    port: int = _default("airflow.port")
+    worker_log_port: int = _default("airflow.worker_log_port")
+    triggerer_log_port: int = _default("airflow.triggerer_log_port")
+    user: str = _default("airflow.user")
+    password: str = field(default=_default("airflow.password"), repr=False)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+@dataclass(frozen=True)
+class SupervisorSettings:
+    """How the streams supervisor runs slot groups and when it restarts them."""
+
+    mode: str = _default("supervisor.mode")
+    stale_seconds: float = _default("supervisor.stale_seconds")
+    startup_seconds: float = _default("supervisor.startup_seconds")
+    backoff_seconds: float = _default("supervisor.backoff_seconds")
+    backoff_max_seconds: float = _default("supervisor.backoff_max_seconds")
+    max_failures: int = _default("supervisor.max_failures")
+    spark_submit: str = _default("supervisor.spark_submit")
 
 
 @dataclass(frozen=True)
@@ -1192,6 +1379,8 @@ class Settings:
     local: LocalServicesSettings
     planner: PlannerSettings
     stream: StreamSettings
+    airflow: AirflowSettings
+    supervisor: SupervisorSettings
 
 
 _GROUPS: dict[str, Callable[..., Any]] = {
@@ -1204,6 +1393,8 @@ _GROUPS: dict[str, Callable[..., Any]] = {
     "local": LocalServicesSettings,
     "planner": PlannerSettings,
     "stream": StreamSettings,
+    "airflow": AirflowSettings,
+    "supervisor": SupervisorSettings,
 }
 
 
@@ -1302,7 +1493,7 @@ def _group_variables(group: str) -> str:
 def _check_distinct_ports(resolver: _Resolver) -> None:
     seen: dict[int, str] = {}
     for var in VARIABLES:
-        if var.parse is not _parse_port or not var.target.startswith("local."):
+        if var.parse is not _parse_port or not var.target.startswith(("local.", "airflow.")):
             continue
         port = resolver.value(var.name)
         if port in seen:

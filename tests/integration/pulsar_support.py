@@ -7,6 +7,7 @@ from typing import Any
 
 from widehouse.errors import PulsarError
 from widehouse.pulsar import PulsarAdmin, TopicName
+from widehouse.settings import PulsarSettings
 
 
 def publish(
@@ -75,3 +76,24 @@ def drop_namespace(admin: PulsarAdmin, namespace: str) -> None:
         admin.request("DELETE", f"namespaces/{namespace}", ok=(200, 204, 404, 409))
     except PulsarError:
         pass  # a consumer reconnecting in the background may recreate a topic: leave the rest
+
+
+def read_all(settings: PulsarSettings, topic: str, timeout_ms: int = 5000) -> list[Any]:
+    """Every message of ``topic`` (all partitions, each in order), read from the earliest."""
+    import pulsar
+
+    from widehouse.pulsar import client as pulsar_client
+
+    client = pulsar_client.connect(settings)
+    messages: list[Any] = []
+    try:
+        for name in client.get_topic_partitions(topic):
+            reader = client.create_reader(name, pulsar.MessageId.earliest)
+            try:
+                while reader.has_message_available():
+                    messages.append(reader.read_next(timeout_ms))
+            finally:
+                reader.close()
+    finally:
+        client.close()
+    return messages

@@ -20,7 +20,7 @@ from widehouse.batch.daily import DailyRequest
 from widehouse.batch.daily.spark import run_daily
 from widehouse.batch.spark import DeltaSilver, silver_path
 from widehouse.catalog import Catalog, load_catalog
-from widehouse.errors import BatchError, HBaseError
+from widehouse.errors import HBaseError, MissingInputError
 from widehouse.hbase.keys import row_key
 from widehouse.settings import Settings
 
@@ -155,7 +155,7 @@ def test_a_missing_hive_partition_is_named_and_nothing_is_published(
     deployment: Deployment, spark: Any, hive_db: str
 ) -> None:
     day = dt.date(2026, 11, 23)
-    with pytest.raises(BatchError, match=rf"{hive_db}\.payments partition dt=2026-11-23") as info:
+    with pytest.raises(MissingInputError, match=rf"{hive_db}\.payments partition dt=2026-11-23") as info:
         deployment.run(spark, hive_db, day=day)
     assert f"{hive_db}.user_profile partition dt=2026-11-23" in str(info.value)
     assert support.ledger_entries(deployment.client, day) == 0

@@ -98,6 +98,22 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     "WIDEHOUSE_STREAM_SINKS": ("delta", ("delta",)),
     "WIDEHOUSE_STREAM_STOP_GRACE_SECONDS": ("5", 5.0),
     "WIDEHOUSE_STREAM_MAX_RESTARTS": ("0", 0),
+    "WIDEHOUSE_AIRFLOW_PORT": ("18080", 18080),
+    "WIDEHOUSE_AIRFLOW_WORKER_LOG_PORT": ("18793", 18793),
+    "WIDEHOUSE_AIRFLOW_TRIGGERER_LOG_PORT": ("18794", 18794),
+    "WIDEHOUSE_AIRFLOW_USER": ("ops", "ops"),
+    "WIDEHOUSE_AIRFLOW_PASSWORD": ("an0ther pass", "an0ther pass"),
+    "WIDEHOUSE_AIRFLOW_DAGS_DIR": ("/srv/other/dags", Path("/srv/other/dags")),
+    "WIDEHOUSE_AIRFLOW_CONNECTIONS_FILE": ("/srv/other/conns.json", Path("/srv/other/conns.json")),
+    "WIDEHOUSE_SUPERVISOR_MODE": ("cluster", "cluster"),
+    "WIDEHOUSE_SUPERVISOR_STALE_SECONDS": ("60", 60.0),
+    "WIDEHOUSE_SUPERVISOR_STARTUP_SECONDS": ("90", 90.0),
+    "WIDEHOUSE_SUPERVISOR_BACKOFF_SECONDS": ("5", 5.0),
+    "WIDEHOUSE_SUPERVISOR_BACKOFF_MAX_SECONDS": ("600", 600.0),
+    "WIDEHOUSE_SUPERVISOR_MAX_FAILURES": ("2", 2),
+    "WIDEHOUSE_SPARK_SUBMIT": ("/opt/spark/bin/spark-submit", "/opt/spark/bin/spark-submit"),
+    "WIDEHOUSE_STREAM_RESTART_BACKOFF_SECONDS": ("0.25", 0.25),
+    "WIDEHOUSE_STREAM_RESTART_BACKOFF_MAX_SECONDS": ("600", 600.0),
 }
 
 BY_NAME = {v.name: v for v in VARIABLES}
@@ -390,6 +406,8 @@ def test_the_default_dsn_is_the_local_service() -> None:
         ("WIDEHOUSE_STREAM_TRIGGER_SECONDS", "inf", "finite"),
         ("WIDEHOUSE_STREAM_TRIGGER_SECONDS", "NaN", "finite"),
         ("WIDEHOUSE_STREAM_STOP_GRACE_SECONDS", "-inf", "finite"),
+        ("WIDEHOUSE_STREAM_RESTART_BACKOFF_SECONDS", "0", "positive number"),
+        ("WIDEHOUSE_STREAM_RESTART_BACKOFF_MAX_SECONDS", "nan", "finite"),
         ("WIDEHOUSE_PLAN_MESSAGE_COST", "inf", "finite"),
         ("WIDEHOUSE_PLAN_SLOT_CAPACITY", "nan", "finite"),
         ("WIDEHOUSE_PLAN_TARGET_FILL", "nan", "finite"),
@@ -404,6 +422,11 @@ def test_the_default_dsn_is_the_local_service() -> None:
         ("WIDEHOUSE_STREAM_APP", "Widehouse", "lowercase"),
         ("WIDEHOUSE_STREAM_SINKS", "clickhouse,kafka", "comma list"),
         ("WIDEHOUSE_TENANT_SUFFIX", "-x", "lowercase"),
+        ("WIDEHOUSE_SUPERVISOR_MODE", "yarn", "expected one of local, cluster"),
+        ("WIDEHOUSE_SUPERVISOR_MAX_FAILURES", "0", "positive integer"),
+        ("WIDEHOUSE_SUPERVISOR_STALE_SECONDS", "0", "positive number"),
+        ("WIDEHOUSE_AIRFLOW_PORT", "0", "between 1 and 65535"),
+        ("WIDEHOUSE_AIRFLOW_DAGS_DIR", "/etc/hostname", "not a directory"),
     ],
 )
 def test_bad_values_name_the_variable(tmp_path: Path, name: str, value: str, expected: str) -> None:
@@ -474,6 +497,8 @@ def test_a_default_that_cannot_work_names_the_variable_to_set() -> None:
         "WIDEHOUSE_HBASE_ZK_PORT",
         "WIDEHOUSE_CLICKHOUSE_PORT",
         "WIDEHOUSE_HBASE_THRIFT_INFO_PORT",
+        "WIDEHOUSE_AIRFLOW_PORT",
+        "WIDEHOUSE_AIRFLOW_WORKER_LOG_PORT",
     ],
 )
 def test_two_services_on_one_port_is_a_config_error(name: str) -> None:
@@ -488,6 +513,21 @@ def test_planner_cross_field_check_names_the_variables() -> None:
         ConfigError, match=r"^WIDEHOUSE_PLAN_\* settings: .*isolation=0\.9 must be <= target_fill=0\.8"
     ):
         load_settings({**BASE, "WIDEHOUSE_PLAN_ISOLATION": "0.9"})
+
+
+def test_stream_restart_backoff_cross_check_names_the_variables() -> None:
+    with pytest.raises(
+        ConfigError,
+        match=r"WIDEHOUSE_STREAM_RESTART_BACKOFF_SECONDS=30\.0 must be <= "
+        r"WIDEHOUSE_STREAM_RESTART_BACKOFF_MAX_SECONDS=10\.0",
+    ):
+        load_settings(
+            {
+                **BASE,
+                "WIDEHOUSE_STREAM_RESTART_BACKOFF_SECONDS": "30",
+                "WIDEHOUSE_STREAM_RESTART_BACKOFF_MAX_SECONDS": "10",
+            }
+        )
 
 
 # -- secrets ------------------------------------------------------------------------------------
@@ -594,3 +634,26 @@ def test_pulsar_admin_errors_mask_the_url() -> None:
         admin.clusters()
     assert f"GET http://admin:***@127.0.0.1:{port}/admin/v2/clusters failed" in str(info.value)
     assert SECRET not in "".join(traceback.format_exception(info.value))
+
+
+# -- Airflow and the streams supervisor ---------------------------------------------------------
+
+
+def test_airflow_defaults_keep_off_the_other_services(tmp_path: Path) -> None:
+    s = load_settings({**BASE, "WIDEHOUSE_STATE_DIR": str(tmp_path)})
+    assert s.airflow.home == tmp_path / "airflow"
+    assert s.airflow.url == "http://127.0.0.1:8080"
+    assert (s.airflow.worker_log_port, s.airflow.triggerer_log_port) == (8793, 8794)
+    assert s.local.pulsar_web_port != s.airflow.port
+    assert s.airflow.connections_file is not None
+    assert s.airflow.connections_file.name == "dev-connections.json"
+    assert "widehouse-local" not in repr(s.airflow)
+
+
+def test_an_empty_connections_file_setting_means_none() -> None:
+    assert load_settings({**BASE, "WIDEHOUSE_AIRFLOW_CONNECTIONS_FILE": ""}).airflow.connections_file is None
+
+
+def test_an_airflow_port_taken_by_a_local_service_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="WIDEHOUSE_PULSAR_WEB_PORT and WIDEHOUSE_AIRFLOW_PORT are both"):
+        load_settings({**BASE, "WIDEHOUSE_AIRFLOW_PORT": "8090"})

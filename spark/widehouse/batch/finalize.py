@@ -33,6 +33,7 @@ from widehouse.batch.late import LatePartials, late_partials
 from widehouse.batch.periods import as_hour
 from widehouse.batch.publish import PublishResult, RunInfo, SilverWriter, publish
 from widehouse.batch.reconcile import Reconciliation, reconcile
+from widehouse.clickhouse.analyst import ensure_analyst_views
 from widehouse.clickhouse.ddl import q, table_names
 from widehouse.errors import ConfigError, NotReadyError, ReconciliationError
 from widehouse.stream.tables import ensure_clickhouse
@@ -105,6 +106,7 @@ def finalize_hour(ctx: BatchContext, request: FinalizeRequest) -> FinalizeOutcom
     hour = as_hour(request.hour)
     ensure_clickhouse(ctx.client, ctx.catalog)
     ledger.ensure(ctx.client)
+    ensure_analyst_views(ctx.client, ctx.catalog.sql_dir)
 
     gate = check(ctx.client, ctx.catalog, table.name, hour, ctx.app, ctx.plan_path)
     if not gate.ready and not request.force:

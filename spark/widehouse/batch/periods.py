@@ -19,7 +19,8 @@ def parse_hour(text: str) -> dt.datetime:
     if not match:
         raise ConfigError(f"hour {text!r} is not YYYY-MM-DDTHH (UTC), e.g. 2026-11-22T09")
     try:
-        return dt.datetime(*(int(g) for g in match.groups()), tzinfo=dt.UTC)
+        year, month, day, hour = (int(g) for g in match.groups())
+        return dt.datetime(year, month, day, hour, tzinfo=dt.UTC)
     except ValueError as exc:
         raise ConfigError(f"hour {text!r} is not a real hour: {exc}") from exc
 
@@ -30,7 +31,8 @@ def parse_day(text: str) -> dt.date:
     if not match:
         raise ConfigError(f"day {text!r} is not YYYY-MM-DD, e.g. 2026-11-22")
     try:
-        return dt.date(*(int(g) for g in match.groups()))
+        year, month, day = (int(g) for g in match.groups())
+        return dt.date(year, month, day)
     except ValueError as exc:
         raise ConfigError(f"day {text!r} is not a real day: {exc}") from exc
 

@@ -79,10 +79,22 @@ def conform(rows: pa.Table, table: WideTable, finalized_at: dt.datetime) -> pa.T
         if field.name == FINALIZED_AT:
             arrays.append(pa.array([finalized_at] * n, field.type))
         elif field.name in rows.column_names:
-            arrays.append(rows[field.name].cast(field.type))
+            arrays.append(_cast(rows[field.name], field.type))
         else:
             arrays.append(pa.nulls(n, field.type))
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _cast(column: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
+    """Cast, reading ClickHouse's integer ``DateTime`` (epoch seconds) and ``Date`` (epoch days)."""
+    import pyarrow as pa
+
+    if pa.types.is_integer(column.type):
+        if pa.types.is_timestamp(target):
+            return column.cast(pa.int64()).cast(pa.timestamp("s", tz="UTC")).cast(target)
+        if pa.types.is_date32(target):
+            return column.cast(pa.int32()).cast(pa.date32())
+    return column.cast(target)
 
 
 def _period_start(period: dt.datetime | dt.date) -> dt.datetime:

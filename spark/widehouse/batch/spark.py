@@ -33,9 +33,16 @@ class DeltaSilver:
     """Replaces one period of ``silver/<T>`` in a single Delta commit (``replaceWhere``), then makes
     sure the table is in the Spark catalog."""
 
-    def __init__(self, spark: SparkSession, delta: DeltaSettings) -> None:
-        self.spark = spark
+    def __init__(self, spark: SparkSession | Callable[[], SparkSession], delta: DeltaSettings) -> None:
+        self._spark = spark
         self.delta = delta
+
+    @property
+    def spark(self) -> SparkSession:
+        """The session (built on first use when given a factory: a refused run starts no Spark)."""
+        if callable(self._spark):
+            self._spark = self._spark()
+        return self._spark
 
     def replace(self, table: WideTable, period: dt.datetime | dt.date, rows: pa.Table) -> None:
         from pyspark.sql import functions as F  # noqa: N812
@@ -115,12 +122,13 @@ def run_finalize(settings: Settings, request: FinalizeRequest, refresh_hbase: bo
     client = connect(settings.clickhouse)
     admin = PulsarAdmin(settings.pulsar)
     try:
-        spark = build_session(settings, f"widehouse-finalize-{request.table}")
         ctx = BatchContext(
             client=client,
             admin=admin,
             catalog=catalog,
-            silver=DeltaSilver(spark, settings.delta),
+            silver=DeltaSilver(
+                lambda: build_session(settings, f"widehouse-finalize-{request.table}"), settings.delta
+            ),
             app=settings.stream.app,
             plan_path=settings.state_dir / "plan.json",
             refresh_day=_day_refresher(settings, client, catalog) if refresh_hbase else None,

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from widehouse.commands import (
+    airflow_cmd,
     batch_cmd,
     catalog_cmd,
     config_cmd,
@@ -18,6 +19,7 @@ from widehouse.commands import (
     smoke_cmd,
     sql_cmd,
     stream_cmd,
+    supervise_cmd,
 )
 
 SubParsers = Any  # argparse._SubParsersAction is private; its type is not part of the API
@@ -36,6 +38,8 @@ COMMANDS: tuple[Callable[[SubParsers], None], ...] = (
     daily_cmd.register,
     sql_cmd.register,
     demo_cmd.register,
+    airflow_cmd.register,
+    supervise_cmd.register,
 )
 
 __all__ = ["COMMANDS", "SubParsers"]

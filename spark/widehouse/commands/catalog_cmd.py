@@ -24,6 +24,11 @@ def register(subparsers: Any) -> None:
 
     check = commands.add_parser("check", help="load and validate every topic and wide table; print a summary")
     _catalog_options(check)
+    check.add_argument(
+        "--against-pulsar",
+        action="store_true",
+        help="also compare every topic's fields with Pulsar's schema registry; exit 1 on differences",
+    )
     check.set_defaults(func=run_check)
 
     gen = commands.add_parser("ddl", help="write the ClickHouse DDL of every wide table (sql/clickhouse/)")
@@ -80,7 +85,29 @@ def run_check(args: argparse.Namespace, settings: Settings) -> int:
     idle = [str(t.name) for t in catalog.topics if not t.mappings]
     if idle:
         print(f"\nnote: {len(idle)} topics fill no column: {', '.join(idle)}")
+    if args.against_pulsar:
+        return _check_registry(catalog, settings)
     return 0
+
+
+def _check_registry(catalog: Catalog, settings: Settings) -> int:
+    from widehouse.catalog.registry_check import check_against_registry
+    from widehouse.pulsar.admin import PulsarAdmin
+
+    with PulsarAdmin(settings.pulsar) as admin:
+        differences = check_against_registry(catalog, admin)
+    print()
+    if not differences:
+        print(
+            f"the schema registry at {settings.pulsar.display_admin_url} matches all "
+            f"{len(catalog.topics)} topics"
+        )
+        return 0
+    rows = [(d.topic, d.kind, d.field, d.catalog, d.registry) for d in differences]
+    print(render(("topic", "difference", "field", "catalog", "registry"), rows))
+    topics = len({d.topic for d in differences})
+    print(f"\n{len(differences)} difference(s) in {topics} of {len(catalog.topics)} topics")
+    return 1
 
 
 def run_ddl(args: argparse.Namespace, settings: Settings) -> int:

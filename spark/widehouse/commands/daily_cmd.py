@@ -1,16 +1,20 @@
 """``widehouse daily``: merge a day of a daily wide table with its offline Hive data through HBase
 and publish it (the job is ``spark/jobs/daily_merge.py``; both share these arguments).
 
-Exit codes: 0 published, 2 bad input, 1 any other failure (a missing Hive partition, HBase
-unreachable: nothing published).
+Exit codes: 0 published, 2 bad input or a missing Hive partition of the day, 1 any other failure
+(e.g. HBase unreachable). Nothing is published unless the exit code is 0.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
+from widehouse.errors import MissingInputError
 from widehouse.settings import Settings
+
+EXIT_MISSING_INPUT = 2
 
 
 def register(subparsers: Any) -> None:
@@ -50,5 +54,10 @@ def daily(args: argparse.Namespace, settings: Settings) -> int:
         salt_buckets=None if args.salt_buckets is None else check_buckets(args.salt_buckets),
         offline_database=args.offline_database,
     )
-    print(run_daily_job(settings, request).summary())
+    try:
+        outcome = run_daily_job(settings, request)
+    except MissingInputError as exc:
+        print(f"widehouse daily: missing input: {exc}", file=sys.stderr)
+        return EXIT_MISSING_INPUT
+    print(outcome.summary())
     return 0

@@ -1,4 +1,4 @@
-"""``widehouse pulsar cleanup|lag``: the durable subscriptions streaming apps keep in Pulsar.
+"""``widehouse pulsar cleanup|lag|dedup``: subscriptions the streaming apps keep, and deduplication.
 
 - ``cleanup`` removes the subscriptions of apps that no longer exist: no consumer attached and no
   heartbeat for longer than ``--ttl`` (default 24h); ``--retire APP`` removes an app's now;
@@ -7,6 +7,10 @@
   whether it is attached, and how old its heartbeat is.
 
 Both scan ``--namespace`` (repeatable; default: every namespace of every tenant).
+
+- ``dedup TOPIC_OR_NAMESPACE...`` says whether broker-side deduplication (what the ``pulsar`` sink's
+  exactly-once rests on) is in force and which setting decides; ``--enable`` / ``--disable`` set
+  the namespace policy first.
 """
 
 from __future__ import annotations
@@ -60,6 +64,16 @@ def register(subparsers: Any) -> None:
     _common(lag)
     lag.add_argument("--app", action="append", default=[], help="only these apps")
     lag.set_defaults(func=run_lag)
+    dedup = actions.add_parser(
+        "dedup",
+        help="is deduplication (the sink's exactly-once) on for these topics / namespaces",
+        description="Show, and optionally set, broker-side deduplication per namespace or topic.",
+    )
+    dedup.add_argument("targets", nargs="+", metavar="TOPIC|TENANT/NS")
+    switch = dedup.add_mutually_exclusive_group()
+    switch.add_argument("--enable", action="store_true", help="enable it on the namespaces first")
+    switch.add_argument("--disable", action="store_true", help="disable it on the namespaces first")
+    dedup.set_defaults(func=run_dedup)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -141,3 +155,34 @@ def _age(seconds: float | None) -> str:
     if seconds < 7200:
         return f"{seconds / 60:.0f}m"
     return f"{seconds / 3600:.1f}h"
+
+
+def run_dedup(args: argparse.Namespace, settings: Settings) -> int:
+    from widehouse.pulsar.admin import PulsarAdmin
+    from widehouse.pulsar.dedup import deduplication, enable_deduplication
+
+    topics: list[TopicName | str] = []
+    for target in args.targets:
+        if "://" in target:
+            topics.append(TopicName.parse(target))
+        elif target.count("/") == 1:
+            topics.append(target)
+        else:
+            raise ConfigError(f"{target!r} is neither a full topic name nor tenant/namespace")
+    rows = []
+    with PulsarAdmin(settings.pulsar) as admin:
+        for target in topics:
+            namespace = target.full_namespace if isinstance(target, TopicName) else target
+            if args.enable or args.disable:
+                enable_deduplication(admin, namespace, enabled=args.enable)
+            # a namespace is shown through a topic name that does not exist: namespace, then broker
+            probe = (
+                target
+                if isinstance(target, TopicName)
+                else TopicName.parse(f"persistent://{namespace}/__widehouse_dedup_probe")
+            )
+            status = deduplication(admin, probe)
+            shown = _short(str(target)) if isinstance(target, TopicName) else namespace
+            rows.append((shown, status.guarantee, status.decided_by))
+    print(render(("topic / namespace", "sink guarantee", "decided by"), rows))
+    return 0

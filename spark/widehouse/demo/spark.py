@@ -26,7 +26,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from widehouse.batch.ledger import LEDGER, RECONCILIATION
+from widehouse.batch.spark import silver_path
 from widehouse.catalog import Catalog, load_catalog
+from widehouse.clickhouse.analyst import view_names
 from widehouse.clickhouse.ddl import table_names
 from widehouse.demo.result import DemoResult, Section
 from widehouse.errors import ConfigError, WidehouseError
@@ -41,6 +44,7 @@ from widehouse.settings import PlannerSettings, Settings
 from widehouse.stream.measure import figures
 from widehouse.stream.options import GroupSpec, RunOptions
 from widehouse.stream.tables import (
+    COUNTS,
     GROUP_ROW,
     LATE,
     PROGRESS,
@@ -115,6 +119,8 @@ def run_demo(settings: Settings, options: DemoOptions, say: Say = print) -> Demo
     manifest = publisher.manifest
     assert manifest is not None
     result = _report(app, catalog, manifest)
+    say("batch: finalizing the demo's hours (forced: the watermark is up to 2 h away) ...")
+    _batch(app, catalog, manifest, result, say)
     result.figures["seconds"] = round(time.monotonic() - t_start, 1)
     result.notes.append(_next_steps(settings))
     return result
@@ -133,7 +139,7 @@ def _require_local(settings: Settings) -> None:
 
 
 def _reset(settings: Settings, catalog: Catalog, demo_dir: Path, say: Say) -> None:
-    """Remove what a previous demo run made: topics, checkpoints, stream tables.
+    """Remove what a previous demo run made: topics, checkpoints, stream and batch tables.
 
     The topics go even when this state dir has never run the demo: the broker may hold them from a
     demo of another checkout, and the streams read from the earliest message.
@@ -147,11 +153,13 @@ def _reset(settings: Settings, catalog: Catalog, demo_dir: Path, say: Say) -> No
     from widehouse import clickhouse
 
     client = clickhouse.connect(settings.clickhouse)
+    client.drop(view_names(catalog.sql_dir))
     for table in catalog.wide_tables:
         names = table_names(table)
         client.drop([names.view, names.merged, names.final, names.partial])
         shutil.rmtree(delta_partials(settings.delta, table.name), ignore_errors=True)
-    client.drop(SIDE_SHAPES)
+        shutil.rmtree(silver_path(settings.delta, table.name), ignore_errors=True)
+    client.drop([*SIDE_SHAPES, COUNTS, LEDGER, RECONCILIATION])
     for side in SIDE_SHAPES:
         shutil.rmtree(delta_side(settings.delta, side), ignore_errors=True)
 
@@ -347,6 +355,37 @@ def _report(app: Any, catalog: Catalog, manifest: Manifest) -> DemoResult:
     topic_rows = progress.where(F.col("topic") != GROUP_ROW).collect()
     _throughput(batches, topic_rows, result)
     return result
+
+
+def _batch(app: Any, catalog: Catalog, manifest: Manifest, result: DemoResult, say: Say) -> None:
+    """Finalize the demo's hours into ClickHouse final + Delta silver and check them (demo/batch.py)."""
+    from widehouse.batch.finalize import BatchContext
+    from widehouse.batch.spark import DeltaSilver, silver_path
+    from widehouse.demo.batch import finalize_demo_hours
+    from widehouse.pulsar.admin import PulsarAdmin
+
+    settings = app.settings
+    spark = app.spark
+
+    def silver_rows(table: str) -> dict[tuple[Any, Any], dict[str, Any]]:
+        wide = catalog.table(table)
+        frame = (
+            spark.read.format("delta")
+            .load(silver_path(settings.delta, table))
+            .drop("finalized_at", "wh_date")
+        )
+        return {(r[wide.key_name], r[wide.period]): r.asDict() for r in frame.collect()}
+
+    with PulsarAdmin(settings.pulsar) as admin:
+        ctx = BatchContext(
+            client=app.clickhouse(),
+            admin=admin,
+            catalog=catalog,
+            silver=DeltaSilver(spark, settings.delta),
+            app=settings.stream.app,
+            plan_path=settings.state_dir / "plan.json",
+        )
+        finalize_demo_hours(ctx, manifest, result, silver_rows, say)
 
 
 def _throughput(batches: list[Any], topic_rows: list[Any], result: DemoResult) -> None:

@@ -1,7 +1,8 @@
 """A small client for the Pulsar admin REST API (v2).
 
 Only what Widehouse needs: tenants and namespaces, partitioned topics (create, grow), topic lists,
-stats, subscriptions. Every failure is a :class:`PulsarError` naming the request and Pulsar's answer.
+stats, subscriptions, deduplication policies, registered schemas. Every failure is a
+:class:`PulsarError` naming the request and Pulsar's answer.
 Create one per process (or per task on executors); it holds a ``requests.Session``.
 """
 
@@ -276,6 +277,39 @@ class PulsarAdmin:
     def delete_subscription(self, topic: TopicName | str, subscription: str, force: bool = True) -> None:
         path = f"{_topic(topic).rest_path}/subscription/{quote(subscription, safe='')}"
         self.request("DELETE", path, params={"force": str(force).lower()}, ok=(200, 204, 404))
+
+    # -- deduplication and the schema registry ---------------------------------------------
+    def deduplication_applied(self, topic: TopicName | str) -> bool | None:
+        """Whether deduplication is in force on an existing topic (topic, namespace and broker
+        policies resolved by the broker); None when the topic does not exist yet."""
+        name = _topic(topic).base
+        response = self.response(
+            "GET", f"{name.rest_path}/deduplicationEnabled", params={"applied": "true"}, ok=(200, 404)
+        )
+        if response.status_code == 404:
+            return None
+        return response.text.strip().lower() == "true"
+
+    def namespace_deduplication(self, namespace: str) -> bool | None:
+        """The namespace's deduplication policy; None when it does not set one (the broker decides)."""
+        value = self.request("GET", f"namespaces/{namespace}/deduplication")
+        return value if isinstance(value, bool) else None
+
+    def set_namespace_deduplication(self, namespace: str, enabled: bool) -> None:
+        self.request("POST", f"namespaces/{namespace}/deduplication", json=enabled)
+
+    def broker_config(self) -> dict[str, str]:
+        """The brokers' runtime configuration (every setting, as strings)."""
+        return dict(self.request("GET", "brokers/configuration/runtime") or {})
+
+    def schema(self, topic: TopicName | str) -> dict[str, Any] | None:
+        """The latest schema registered for a topic (``type``, ``data``, ``version`` ...); None if none."""
+        name = _topic(topic).base
+        path = f"schemas/{name.tenant}/{name.namespace}/{quote(name.local, safe='')}/schema"
+        response = self.response("GET", path, ok=(200, 404))
+        if response.status_code == 404:
+            return None
+        return dict(response.json())
 
 
 def _entry_info(topic: TopicName | str, response: requests.Response) -> EntryInfo:

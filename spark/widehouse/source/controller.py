@@ -11,10 +11,14 @@ Per micro-batch (:meth:`StreamController.latest_offset`):
 1. discover partitions (one namespace listing per namespace);
 2. ask attached consumers for last message ids (async), and examine only the partitions whose end
    moved (position + broker index of the last entry, in parallel);
-3. resolve where new partitions start (``startingOffsets`` for the first batch, earliest after);
+3. resolve where new partitions start: right after a mark handed over from the slot group that read
+   them before (``startAfter``, :mod:`.handover`), else ``startingOffsets`` for the first batch
+   and the earliest message after;
 4. admission control on exact backlogs (index arithmetic); locate cut points inside partitions;
 5. return the end offset; a vanished partition or a topic recreated under us is data loss when
-   it had unread messages (fails only with ``failOnDataLoss``).
+   it had unread messages (fails only with ``failOnDataLoss``). A partition the query no longer
+   selects (a replan moved its topic to another group) is dropped without a data-loss check: the
+   group that reads it now continues from this query's committed mark.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from widehouse.errors import PulsarError
 from widehouse.pulsar.positions import EntryInfo, Mark, Position, TopicPartition
 from widehouse.source.admission import plan_takes, should_wait
 from widehouse.source.broker import BrokerView, DataLossError
+from widehouse.source.handover import resolve_handover
 from widehouse.source.offsets import PartitionOffset, PositionSpec, SourceOffset
 from widehouse.source.options import NO_LIMIT, SourceOptions
 from widehouse.source.planning import ReadTask, Slice, plan_tasks
@@ -139,7 +144,10 @@ class StreamController(_Base):
         parts = self.view.discover(self.options.selector)
         ends, missing = self._ends(sorted(parts))
         gone = {tp for tp in known if tp not in parts} | (missing & set(known))
-        self._report_gone(gone, known)
+        deselected = {tp for tp in gone if not self.options.selector.select([tp.name])}
+        for tp in sorted(deselected):
+            log.info("%s is no longer selected (moved to another group); dropped from the query", tp)
+        self._report_gone(gone - deselected, known)
         live = sorted(tp for tp in parts if tp not in missing)
         starts, recorded = self._starts(live, start, ends)
         ceilings = self._ceilings(starts, ends)
@@ -187,16 +195,40 @@ class StreamController(_Base):
         known = start.partitions
         starts: dict[TopicPartition, Mark] = {}
         recorded: dict[TopicPartition, Mark] = {}
-        fresh = [tp for tp in live if tp not in known]
+        after = self.options.start_after
+        fresh = [tp for tp in live if tp not in known and tp not in after]
         policy = self.options.starting.for_partition if start.initial else _earliest
         for tp, mark in self._resolve(fresh, policy, ends).items():
             if mark is not None:
                 starts[tp] = recorded[tp] = mark
+        handed = [tp for tp in live if tp not in known and tp in after]
+        for tp, mark in self._handed_over(handed, ends).items():
+            starts[tp] = recorded[tp] = mark
         for tp in live:
             if tp in known:
                 starts[tp] = known[tp].mark
         self._check_regressions(starts, recorded, ends, known)
         return starts, recorded
+
+    def _handed_over(
+        self, parts: Sequence[TopicPartition], ends: Mapping[TopicPartition, EntryInfo | None]
+    ) -> dict[TopicPartition, Mark]:
+        """Start marks of partitions new to the query that another group committed (``startAfter``)."""
+        nonempty = [tp for tp in parts if ends.get(tp) is not None]
+        firsts, _missing = self.view.first_entries(nonempty)
+        out: dict[TopicPartition, Mark] = {}
+        for tp in nonempty:
+            mark = self.options.start_after[tp]
+            decision = resolve_handover(tp, mark, firsts.get(tp), ends.get(tp))
+            if decision.data_loss:
+                self._data_loss(decision.problem or str(tp))
+            elif decision.problem:
+                log.info("%s", decision.problem)
+            else:
+                log.info("%s continues after index %d, handed over by its previous group", tp, mark.index)
+            if decision.start is not None:
+                out[tp] = decision.start
+        return out
 
     def _ceilings(
         self, starts: Mapping[TopicPartition, Mark], ends: Mapping[TopicPartition, EntryInfo | None]

@@ -17,10 +17,15 @@ below are the canonical camelCase.
   ``maxMessagesPerTopic`` (cap: a number, or JSON ``{"<topic>": n, "*": n}``),
   ``minMessagesPerTrigger`` + ``maxTriggerDelay`` (wait for that many messages, at most that long,
   default 15m).
+- ``startAfter`` (streams): JSON ``{"<topic>": {"<partition>": "<ledger:entry[:batch]>|<index>"}}``,
+  marks handed over from another slot group: a partition new to the query starts right after its
+  mark instead of at ``startingOffsets`` / the earliest message (:mod:`.handover`).
 - Subscriptions: ``appId`` (required for streams; names the durable subscriptions
   ``<subscriptionPrefix><appId>``), ``subscriptionPrefix`` (``widehouse-``),
   ``durableSubscription`` (``true``), ``heartbeatInterval`` (``10m``).
 - Tasks: ``messagesPerTask`` (100000), ``minTasks`` (1), ``maxPartitionsPerTask`` (256).
+- ``schema``: ``raw`` (default: ``value`` is the payload's bytes) or ``registry`` (``topics`` only:
+  decode ``value`` by the topics' registered JSON / Avro schema, see :mod:`.decode`).
 - Reading: ``readTimeout`` (``120s``: longest wait for a message that must exist),
   ``receiverQueueSize`` (2000), ``arrowBatchRows`` (10000); ``adminConcurrency`` (16 parallel admin
   calls on the driver side).
@@ -35,11 +40,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from widehouse.errors import ConfigError, PulsarError
-from widehouse.pulsar.positions import EARLIEST
+from widehouse.pulsar.positions import EARLIEST, Mark, TopicPartition
 from widehouse.pulsar.topics import TopicName
 from widehouse.settings import PulsarSettings, mask_url
 from widehouse.source.admission import Limits
 from widehouse.source.broker import TopicSelector
+from widehouse.source.handover import parse_marks
 from widehouse.source.offsets import LATEST, OffsetSpec, parse_offset_spec
 from widehouse.source.subscriptions import DEFAULT_PREFIX, validate_app_id
 
@@ -59,6 +65,7 @@ KNOWN = (
     "maxMessagesPerTopic",
     "minMessagesPerTrigger",
     "maxTriggerDelay",
+    "startAfter",
     "appId",
     "subscriptionPrefix",
     "durableSubscription",
@@ -70,6 +77,7 @@ KNOWN = (
     "receiverQueueSize",
     "adminConcurrency",
     "arrowBatchRows",
+    "schema",
 )
 _CANONICAL = {k.lower(): k for k in KNOWN}
 _DURATION_RE = re.compile(r"^\s*(\d+)\s*(ms|s|sec|m|min|h)?\s*$", re.IGNORECASE)
@@ -110,6 +118,10 @@ class SourceOptions:
     receiver_queue_size: int
     admin_concurrency: int
     arrow_batch_rows: int
+    value_schema: str = "raw"
+    """``raw`` or ``registry`` (decode by the registered schema)."""
+    start_after: Mapping[TopicPartition, Mark] = field(default_factory=dict)
+    """Handed-over marks: where partitions new to a streaming query start (``startAfter``)."""
 
     @property
     def read_config(self) -> ReadConfig:
@@ -203,6 +215,9 @@ def parse_options(
     app_id = opts.get("appId")
     if app_id is not None:
         validate_app_id(app_id)
+    start_after_text = opts.get("startAfter")
+    if start_after_text is not None and batch:
+        raise ConfigError("option startAfter is for streaming queries (spark.readStream) only")
     prefix = opts.get("subscriptionPrefix") or DEFAULT_PREFIX
     if not re.fullmatch(r"[A-Za-z0-9_.\-]{1,50}", prefix):
         raise ConfigError(f"option subscriptionPrefix={prefix!r}: use letters, digits, '_', '.', '-'")
@@ -225,7 +240,18 @@ def parse_options(
         receiver_queue_size=opts.integer("receiverQueueSize", 2000, minimum=1) or 2000,
         admin_concurrency=opts.integer("adminConcurrency", 16, minimum=1) or 16,
         arrow_batch_rows=opts.integer("arrowBatchRows", 10_000, minimum=1) or 10_000,
+        value_schema=_value_schema(opts, selector),
+        start_after=parse_marks(start_after_text) if start_after_text is not None else {},
     )
+
+
+def _value_schema(opts: _Opts, selector: TopicSelector) -> str:
+    value = (opts.get("schema") or "raw").lower()
+    if value not in ("raw", "registry"):
+        raise ConfigError(f"option schema={value!r} must be raw or registry")
+    if value == "registry" and not selector.topics:
+        raise ConfigError("option schema=registry needs option topics (the schema is looked up per topic)")
+    return value
 
 
 def _selector(opts: _Opts) -> TopicSelector:

@@ -6,7 +6,9 @@ Where each piece runs:
   reach the caller as an ``AnalysisException`` naming the option);
 - the stream reader's offset calls run in one long-lived Python process next to the driver JVM,
   which holds the :class:`~.controller.StreamController`;
-- ``read`` runs on executors; it only needs the picklable task and :class:`~.options.ReadConfig`.
+- ``read`` runs on executors; it only needs the picklable task and :class:`~.options.ReadConfig`;
+- the sink's ``write`` runs on executors too (:mod:`~.sink`); ``writer`` / ``streamWriter`` and the
+  commits run in driver-side Python workers (``streamWriter`` again for every micro-batch).
 
 Readers are created on executors too (Spark builds a reader there to call ``read``), so their
 constructors only store options; all clients are created lazily.
@@ -14,12 +16,24 @@ constructors only store options; all clients are created lazily.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
+import uuid
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    DataSourceStreamArrowWriter,
+    DataSourceStreamReader,
+    DataSourceWriter,
+    InputPartition,
+    WriterCommitMessage,
+)
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
@@ -29,11 +43,14 @@ from pyspark.sql.streaming.datasource import (
 
 from widehouse.errors import ConfigError, PulsarError
 from widehouse.source.controller import BatchPlanner, StreamController, budget_of
+from widehouse.source.decode import DECODE_ERROR, ValueDecoder
 from widehouse.source.metrics import BatchLog, TopicBatchMetrics, batch_log
 from widehouse.source.options import NO_LIMIT, ReadConfig, SourceOptions, parse_options
 from widehouse.source.planning import ReadTask
 from widehouse.source.reader import read_task
 from widehouse.source.schema import SCHEMA_DDL
+from widehouse.source.sink import SinkReport, WriteIdentity, topic_deduplication, write_batches
+from widehouse.source.sink_options import SinkOptions, check_columns, parse_sink_options
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -57,28 +74,41 @@ class PulsarDataSource(DataSource):
 
     def __init__(self, options: dict[str, str]) -> None:
         super().__init__(options)
-        self.parsed = parse_options(dict(options))
+        # reads and writes take different options: reader(), streamReader(), writer() and
+        # streamWriter() each validate their own (errors name the option either way)
 
     @classmethod
     def name(cls) -> str:
         return FORMAT
 
     def schema(self) -> str:
-        return SCHEMA_DDL
+        decoder = _decoder(parse_options(dict(self.options), batch=True))
+        return decoder.spark_ddl() if decoder is not None else SCHEMA_DDL
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        _check_schema(schema)
-        return PulsarBatchReader(parse_options(dict(self.options), self.parsed.pulsar, batch=True))
+        options = parse_options(dict(self.options), batch=True)
+        decoder = _decoder(options)
+        _check_schema(schema, decoder)
+        return PulsarBatchReader(options, decoder)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 (PySpark's API)
-        _check_schema(schema)
-        return PulsarStreamReader(self.parsed.for_stream())
+        options = parse_options(dict(self.options)).for_stream()
+        decoder = _decoder(options)
+        _check_schema(schema, decoder)
+        return PulsarStreamReader(options, decoder)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        return PulsarBatchWriter(_sink_options(self.options, schema, overwrite), uuid.uuid4().hex[:16])
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamArrowWriter:  # noqa: N802 (PySpark's API)
+        return PulsarStreamWriter(_sink_options(self.options, schema, overwrite))
 
 
 class PulsarBatchReader(DataSourceReader):
-    def __init__(self, options: SourceOptions) -> None:
+    def __init__(self, options: SourceOptions, decoder: ValueDecoder | None = None) -> None:
         self.options = options
         self.read_config: ReadConfig = options.read_config
+        self.decoder = decoder
 
     def partitions(self) -> Sequence[InputPartition]:
         planner = BatchPlanner(self.options)
@@ -90,13 +120,14 @@ class PulsarBatchReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, PulsarInputPartition):  # Spark's stand-in for "no partitions"
             return iter(())
-        return read_task(partition.task, self.read_config)
+        return _decoded(read_task(partition.task, self.read_config), self.decoder)
 
 
 class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, options: SourceOptions) -> None:
+    def __init__(self, options: SourceOptions, decoder: ValueDecoder | None = None) -> None:
         self.options = options
         self.read_config: ReadConfig = options.read_config
+        self.decoder = decoder
         self._controller: StreamController | None = None
 
     @property
@@ -137,7 +168,7 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, PulsarInputPartition):  # Spark's stand-in for "no partitions"
             return iter(())
-        return read_task(partition.task, self.read_config)
+        return _decoded(read_task(partition.task, self.read_config), self.decoder)
 
     def commit(self, end: dict[str, Any]) -> None:
         self.controller.commit(end)
@@ -148,14 +179,118 @@ class PulsarStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._controller = None
 
 
-def _check_schema(schema: StructType) -> None:
+@dataclass
+class PulsarCommitMessage(WriterCommitMessage):
+    """What one write task sent (small: counts and topic names)."""
+
+    report: SinkReport
+
+
+class PulsarBatchWriter(DataSourceArrowWriter):
+    """``df.write.format("pulsar")``: producer names from a per-write id (task retries deduplicated)."""
+
+    def __init__(self, options: SinkOptions, run: str) -> None:
+        self.options = options
+        self.run = run
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> PulsarCommitMessage:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        partition = context.partitionId() if context is not None else 0
+        identity = WriteIdentity(self.run, None, partition)
+        return PulsarCommitMessage(write_batches(iterator, self.options, identity))
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        _log_commit(f"write {self.run}", messages)
+
+
+class PulsarStreamWriter(DataSourceStreamArrowWriter):
+    """``writeStream.format("pulsar")``: exactly once per (query id, micro-batch, partition, row)."""
+
+    def __init__(self, options: SinkOptions) -> None:
+        self.options = options
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> PulsarCommitMessage:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        if context is None:
+            raise PulsarError("the pulsar stream sink runs only inside a Spark task")
+        query = context.getLocalProperty("sql.streaming.queryId")
+        batch = context.getLocalProperty("streaming.sql.batchId")
+        if not query or batch is None:
+            raise PulsarError(
+                "the pulsar stream sink found no query id / batch id in the task (micro-batch "
+                "triggers only; continuous processing is not supported)"
+            )
+        identity = WriteIdentity(query, int(batch), context.partitionId())
+        return PulsarCommitMessage(write_batches(iterator, self.options, identity))
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803 (PySpark's API)
+        _log_commit(f"micro-batch {batchId}", messages)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803 (PySpark's API)
+        # what was sent stays in Pulsar: the retried batch sends the same names and sequence ids
+        log.warning("pulsar sink: micro-batch %s aborted; its replay is deduplicated by the broker", batchId)
+
+
+def _sink_options(options: Any, schema: StructType, overwrite: bool) -> SinkOptions:
+    if overwrite:
+        raise ConfigError(
+            "the pulsar sink appends to topics; use mode append (there is nothing to overwrite)"
+        )
+    parsed = parse_sink_options(dict(options))
+    columns = check_columns([(f.name, f.dataType.simpleString()) for f in schema.fields], parsed)
+    parsed = dataclasses.replace(parsed, columns=columns)
+    if parsed.require_exactly_once and parsed.topic is not None:
+        status = topic_deduplication(parsed, parsed.topic)
+        if not status.enabled:
+            raise ConfigError(f"requireExactlyOnce=true refuses to write: {status.advice()}")
+    return parsed
+
+
+def _log_commit(what: str, messages: Sequence[WriterCommitMessage | None]) -> None:
+    reports = [m.report for m in messages if isinstance(m, PulsarCommitMessage)]
+    rows = sum(r.rows for r in reports)
+    skipped = sum(r.skipped for r in reports)
+    weak = sorted({t for r in reports for t in r.at_least_once})
+    log.info("pulsar sink: %s wrote %d rows (%d already there from an earlier attempt)", what, rows, skipped)
+    if weak:
+        log.warning(
+            "pulsar sink: %s was at-least-once for %s (no broker deduplication)", what, ", ".join(weak)
+        )
+
+
+def _check_schema(schema: StructType, decoder: ValueDecoder | None = None) -> None:
     names = [f.name for f in schema.fields]
     from widehouse.source.schema import COLUMNS
 
-    if tuple(names) != COLUMNS:
+    expected: tuple[str, ...] = COLUMNS
+    if decoder is not None:
+        expected = (*(f.name for f in decoder.fields()), *COLUMNS, DECODE_ERROR)
+    if tuple(names) != expected:
         raise ConfigError(
-            f"the pulsar source has a fixed schema ({', '.join(COLUMNS)}); do not pass .schema(...)"
+            f"the pulsar source has a fixed schema ({', '.join(expected)}); do not pass .schema(...)"
         )
+
+
+def _decoder(options: SourceOptions) -> ValueDecoder | None:
+    """With ``schema=registry``: the decoder of the topics' registered schema (asked once here)."""
+    if options.value_schema != "registry":
+        return None
+    from widehouse.pulsar.admin import PulsarAdmin
+    from widehouse.pulsar.schemas import registered_schema
+
+    with PulsarAdmin(options.pulsar) as admin:
+        schemas = {topic: registered_schema(admin, topic) for topic in options.selector.topics}
+    return ValueDecoder.of(schemas)
+
+
+def _decoded(batches: Iterator[pa.RecordBatch], decoder: ValueDecoder | None) -> Iterator[pa.RecordBatch]:
+    if decoder is None:
+        return batches
+    return (decoder.decode(batch) for batch in batches)
 
 
 def register(spark: SparkSession) -> None:

@@ -95,6 +95,10 @@ def build_session(
         # Python data sources (the pulsar source) run in processes the JVM starts with its own
         # PYSPARK_PYTHON, not spark.pyspark.python: make it this interpreter before the JVM starts.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # Python workers (the pulsar source's planner among them) connect back to the JVM within
+    # SPARK_AUTH_SOCKET_TIMEOUT seconds (15 by default); a busy 2-core box misses that and fails the
+    # query with CANNOT_OPEN_SOCKET. The workers inherit it from the JVM, so set it before it starts.
+    os.environ.setdefault("SPARK_AUTH_SOCKET_TIMEOUT", "120")
     builder = SparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)

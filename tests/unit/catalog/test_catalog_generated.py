@@ -65,7 +65,8 @@ def test_final_tables_and_analyst_view(catalog: Catalog) -> None:
     ) in view
     assert (
         "FROM `wh`.`shop_daily_merged`\n"
-        "WHERE `day` NOT IN (SELECT toDate(`period`) FROM `wh`.`finalized_periods` WHERE `table` = 'shop_daily')"
+        "WHERE `day` NOT IN (SELECT toDate(`period`) FROM `wh`.`finalized_periods` "
+        "WHERE `table` = 'shop_daily')"
     ) in view
     hourly = ddl.analyst_view_ddl(catalog.table("shop_hourly"), "wh")
     assert "(SELECT toDateTime(`period`, 'UTC'), max(`finalized_at`)" in hourly

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from widehouse.batch import ledger
 from widehouse.batch.daily import STEPS, DailyOutcome, DailyRequest
 from widehouse.batch.publish import RunInfo, SilverWriter, publish
-from widehouse.errors import BatchError, ConfigError
+from widehouse.errors import ConfigError, MissingInputError
 from widehouse.hbase.day import refresh_stream_family
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ def run_daily(  # noqa: PLR0917 - what, where and how, named at call sites
     """Merge and publish one day of a daily table (see the module docstring).
 
     ``step`` is called with each step's name (:data:`STEPS`) before it starts (tests stop services
-    there). Raises BatchError (missing Hive input), HBaseError (HBase unreachable or failing).
+    there). Raises MissingInputError (missing Hive input), HBaseError (HBase unreachable or failing).
     """
     from widehouse.hbase.connection import connect
     from widehouse.hbase.daytable import day_table, ensure_day_table
@@ -55,7 +55,7 @@ def run_daily(  # noqa: PLR0917 - what, where and how, named at call sites
 
     missing = missing_partitions(spark, table, day, request.offline_database)
     if missing:
-        raise BatchError(
+        raise MissingInputError(
             f"{table.name} {day}: the offline Hive input is not there: {', '.join(missing)} "
             "(nothing written or published)"
         )

@@ -4,12 +4,15 @@ One query per slot group, each with its own checkpoint (``<checkpoint root>/<app
 Pulsar subscription (``appId`` = ``<app>-<group>``) and its own idempotency key. On a cluster every
 group runs as its own app (``stream_wide.py --group g001``); locally several groups can share one app
 (``--group g001 --group g002``), which is also how they share the embedded ClickHouse engine (chDB
-serves one process).
+serves one process). A topic a replan moved to a group continues where its old group committed it
+(:mod:`widehouse.source.handover`).
 
-A query that fails is restarted from its checkpoint up to ``max_restarts`` times (its sinks are
-idempotent, so the replay is harmless). SIGTERM/SIGINT stop the app cleanly: each query gets up to
-``stop_grace_seconds`` to finish the micro-batch it is running, then it is stopped; a batch that did
-not finish is replayed by the next run.
+A query that fails is restarted from its checkpoint after a backoff, and given up after
+``max_restarts`` consecutive failures with no batch committed in between (the policy is
+:mod:`widehouse.stream.restart`; the sinks are idempotent, so the replay is harmless).
+SIGTERM/SIGINT stop the app cleanly: each query gets up to ``stop_grace_seconds`` to finish the
+micro-batch it is running, then it is stopped; a batch that did not finish is replayed by the next
+run.
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ from widehouse.catalog import Catalog, load_catalog
 from widehouse.errors import ConfigError
 from widehouse.settings import Settings
 from widehouse.stream.options import GroupSpec, RunOptions
+from widehouse.stream.restart import GiveUp, RestartBook, RestartPolicy
 from widehouse.stream.spark.batch import BatchWriter
+from widehouse.stream.spark.handover import start_after
 from widehouse.stream.tables import ensure_clickhouse
 
 log = logging.getLogger("widehouse.stream")
@@ -56,8 +61,11 @@ class StreamApp:
         self.queries: dict[str, Any] = {}
         self.writers: dict[str, BatchWriter] = {}
         self.restarts: dict[str, int] = {g.name: 0 for g in groups}
+        """Restarts per group over the app's life (the give-up rule counts consecutive ones)."""
+        self.book = RestartBook(RestartPolicy.of(settings.stream))
+        self._batches: dict[str, int] = {}  # last committed batch id seen per group
         self.failed: dict[str, str] = {}
-        """Groups given up after ``max_restarts`` restarts, with their last error."""
+        """Groups given up after ``max_restarts`` consecutive failures, with the reason."""
         self.fired_faults: set[tuple[str, int]] = set()
         """Injected faults fire once per process, also across in-process query restarts."""
 
@@ -107,6 +115,8 @@ class StreamApp:
             appId=f"{stream.app}-{group.name}",
             startingOffsets=self.options.starting_offsets,
             maxMessagesPerTrigger=stream.max_messages,
+            # topics moved here by a replan continue where their old group committed them
+            startAfter=start_after(self.spark, stream, group.name, group.topics),
         )
         reader = self.spark.readStream.format("pulsar").options(**options).load()
         writer_stream = (
@@ -146,7 +156,7 @@ class StreamApp:
     def run(self) -> int:
         """Run until every query is done (AvailableNow), the duration passes, or a stop request.
 
-        Returns 0, or 1 when a query failed more than ``max_restarts`` times.
+        Returns 0, or 1 when a group was given up (see :meth:`supervise`).
         """
         previous = (
             {sig: signal.signal(sig, self.request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
@@ -156,7 +166,7 @@ class StreamApp:
         deadline = time.monotonic() + self.options.duration_seconds if self.options.duration_seconds else None
         try:
             self.start()
-            while self.queries and not self._stop.is_set():
+            while (self.queries or self.book.pending) and not self._stop.is_set():
                 if deadline is not None and time.monotonic() >= deadline:
                     break
                 self.supervise()
@@ -168,25 +178,36 @@ class StreamApp:
         return 1 if self.failed else 0
 
     def supervise(self) -> dict[str, str]:
-        """Check every query once: drop finished ones (AvailableNow), restart a failed one from its
-        checkpoint up to ``max_restarts`` times, then give it up. Returns the groups given up so far
-        (group -> error); also in :attr:`failed`."""
+        """Check every query once: drop finished ones (AvailableNow), note committed batches (they
+        reset the failure count), schedule a failed one's restart after its backoff, restart those
+        whose time has come, give up a group after too many failures in a row. Returns the groups
+        given up so far (group -> reason); also in :attr:`failed`."""
+        now = time.monotonic()
         for name, query in list(self.queries.items()):
+            batch = _committed_batch(query)
+            if batch is not None and batch > self._batches.get(name, -1):
+                self._batches[name] = batch
+                self.book.committed(name)
             if query.isActive:
                 continue
             error = query.exception()
+            del self.queries[name]
             if error is None:  # finished (AvailableNow)
-                del self.queries[name]
                 continue
-            if self.restarts[name] >= self.settings.stream.max_restarts:
-                log.error("group %s failed %d times; giving up: %s", name, self.restarts[name] + 1, error)
-                self.failed[name] = str(error)
-                del self.queries[name]
-                continue
+            decision = self.book.failed(name, error, now)
+            if isinstance(decision, GiveUp):
+                log.error("%s", decision.message)
+                self.failed[name] = decision.message
+            else:
+                log.warning(
+                    "group %s failed (%s); restart %d from its checkpoint in %.1f s",
+                    name,
+                    error,
+                    decision.attempt,
+                    decision.at - now,
+                )
+        for name in self.book.due(now):
             self.restarts[name] += 1
-            log.warning(
-                "group %s failed (%s); restart %d from its checkpoint", name, error, self.restarts[name]
-            )
             group = next(g for g in self.groups if g.name == name)
             self.queries[name] = self._start(group)
         return self.failed
@@ -207,6 +228,21 @@ class StreamApp:
             except Exception as exc:  # stopping must not hide why we stop
                 log.warning("group %s: stop failed: %s", name, exc)
         self.queries.clear()
+
+
+def _committed_batch(query: Any) -> int | None:
+    """The id of the last batch the query committed, from its last progress (None if unknown).
+
+    Spark reports a trigger's progress after it committed the batch; only triggers that ran a
+    batch have an ``addBatch`` duration (an idle trigger reports the next, unplanned batch id).
+    """
+    try:
+        progress = query.lastProgress
+    except Exception:  # a query being torn down: nothing to learn this round
+        return None
+    if not progress or "addBatch" not in (progress.get("durationMs") or {}):
+        return None
+    return int(progress["batchId"])
 
 
 def run_stream(settings: Settings, groups: list[GroupSpec], options: RunOptions) -> int:

@@ -1,0 +1,43 @@
+"""# Replan
+
+Every 6 hours (and on demand): plans slot groups from live Pulsar traffic (median of the last
+`WIDEHOUSE_PLAN_SMOOTHING` observations) against the plan in force, moving as few topics as it
+can. The new plan is written as `<state>/plans/plan-<time>.json` and becomes `<state>/plan.json`
+(earlier versions stay in `plans/`); the task log shows the moves and the balance. The streams
+supervisor applies it on its next cycle.
+
+For capacity overrides or applying partitions use `widehouse_replan_now`.
+
+Waits for: nothing. Re-run: trigger it; roll back by copying a version over `plan.json`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from airflow.sdk import dag, task
+
+from widehouse.orchestration import dagdefaults
+
+
+@dag(
+    dag_id="widehouse_replan",
+    schedule="0 */6 * * *",
+    start_date=dagdefaults.START,
+    catchup=False,
+    max_active_runs=1,
+    default_args=dagdefaults.default_args(),
+    tags=["widehouse", "planner"],
+    doc_md=__doc__,
+)
+def widehouse_replan() -> None:
+    @task(execution_timeout=dt.timedelta(minutes=20))
+    def replan() -> str:
+        from widehouse.orchestration import tasks
+
+        return tasks.replan({}, apply=False)
+
+    replan()
+
+
+widehouse_replan()

@@ -1,0 +1,180 @@
+"""The batch layer as Airflow runs it: the hourly gate, finalize, the daily readiness and merge.
+
+The gate, the ledger and the jobs are the batch layer's (:mod:`widehouse.batch`); this module asks
+them and maps their answers and exit codes to what a task does: wait, succeed, retry, or fail for
+good with a message that says how to re-run.
+
+Finalize exit codes: 0 done, 2 bad input, 3 not ready (watermark), 4 reconciliation mismatch,
+1 other failure. Daily: 0 done, 2 bad input (e.g. a missing Hive partition), 1 other failure.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from widehouse.errors import ConfigError, JobFailedError
+from widehouse.orchestration.runner import Runner
+
+HOUR = dt.timedelta(hours=1)
+MAX_HOURS = 24 * 31
+"""Most hours one manual re-finalize may cover (a bigger range is a backfill)."""
+
+FINALIZE_MEANING = {
+    2: ("bad input", False),
+    3: ("not ready: a slot group's committed watermark is before hour end + lateness", True),
+    4: (
+        "reconciliation mismatch: counts differ between the broker, the stream and the tables; inspect "
+        "the reconciliation rows, then re-run with accept_mismatch from the manual operations DAG",
+        False,
+    ),
+}
+DAILY_MEANING = {2: ("bad input (e.g. a missing Hive partition for the day)", False)}
+
+
+@dataclass(frozen=True)
+class GateVerdict:
+    ready: bool
+    message: str
+
+
+GateFn = Callable[[Any, Any, str, dt.datetime], Any]
+"""``widehouse.batch.gate.hour_gate(settings, catalog, table, hour) -> Gate`` (injectable)."""
+
+
+def utc_hour(value: dt.datetime) -> dt.datetime:
+    """``value`` as a whole UTC hour (Airflow passes aware datetimes; naive means UTC)."""
+    aware = value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+    aware = aware.astimezone(dt.UTC)
+    if aware.minute or aware.second or aware.microsecond:
+        raise ConfigError(f"hour {value.isoformat()} is not the start of an hour")
+    return dt.datetime(aware.year, aware.month, aware.day, aware.hour, tzinfo=dt.UTC)
+
+
+def hour_arg(hour: dt.datetime) -> str:
+    """The ``--hour`` argument of ``widehouse finalize`` (``YYYY-MM-DDTHH``)."""
+    return utc_hour(hour).strftime("%Y-%m-%dT%H")
+
+
+def hours_between(first: dt.datetime, last: dt.datetime) -> list[dt.datetime]:
+    """Every hour from ``first`` to ``last`` inclusive (both truncated to the hour)."""
+
+    def floor(value: dt.datetime) -> dt.datetime:
+        aware = (value if value.tzinfo else value.replace(tzinfo=dt.UTC)).astimezone(dt.UTC)
+        return aware.replace(minute=0, second=0, microsecond=0)
+
+    start, end = floor(first), floor(last)
+    if end < start:
+        raise ConfigError(f"the range ends ({end.isoformat()}) before it starts ({start.isoformat()})")
+    count = int((end - start) / HOUR) + 1
+    if count > MAX_HOURS:
+        raise ConfigError(f"{count} hours is more than {MAX_HOURS}; use a backfill for longer ranges")
+    return [start + i * HOUR for i in range(count)]
+
+
+def check_gate(
+    settings: Any, catalog: Any, table: str, hour: dt.datetime, gate: GateFn | None = None
+) -> GateVerdict:
+    """Whether ``table``'s ``hour`` may be finalized: every feeding group's watermark is past it."""
+    if gate is None:
+        from widehouse.batch.gate import hour_gate  # the batch layer's light gate (no Spark)
+
+        gate = hour_gate
+    answer = gate(settings, catalog, table, utc_hour(hour))
+    waiting = {g: w for g, w in answer.groups.items() if w is None or w < answer.needed}
+    detail = ", ".join(
+        f"{g} at {w.isoformat() if w else 'nothing committed'}" for g, w in sorted(waiting.items())
+    )
+    message = answer.message or (
+        f"{table} {hour_arg(hour)}: needs watermarks past {answer.needed.isoformat()}"
+        + (f"; waiting for {detail}" if detail else "")
+    )
+    return GateVerdict(bool(answer.ready), message)
+
+
+def finalize_args(
+    table: str,
+    hour: dt.datetime,
+    *,
+    force: bool = False,
+    include_late: bool = False,
+    accept_mismatch: bool = False,
+) -> list[str]:
+    args = ["finalize", "--table", table, "--hour", hour_arg(hour)]
+    for flag, on in (
+        ("--force", force),
+        ("--include-late", include_late),
+        ("--accept-mismatch", accept_mismatch),
+    ):
+        if on:
+            args.append(flag)
+    return args
+
+
+def run_finalize(
+    runner: Runner,
+    env: Mapping[str, str],
+    table: str,
+    hour: dt.datetime,
+    *,
+    force: bool = False,
+    include_late: bool = False,
+    accept_mismatch: bool = False,
+) -> None:
+    """Finalize one table-hour; raises :class:`JobFailedError` (retryable or not) on a non-zero exit."""
+    args = finalize_args(table, hour, force=force, include_late=include_late, accept_mismatch=accept_mismatch)
+    _check(runner(args, env), f"finalize {table} {hour_arg(hour)}", FINALIZE_MEANING)
+
+
+def run_daily(runner: Runner, env: Mapping[str, str], day: dt.date) -> None:
+    _check(runner(["daily", "--day", day.isoformat()], env), f"daily {day.isoformat()}", DAILY_MEANING)
+
+
+def _check(result: Any, what: str, meanings: dict[int, tuple[str, bool]]) -> None:
+    if result.code == 0:
+        return
+    meaning, retryable = meanings.get(result.code, ("failed", True))
+    raise JobFailedError(
+        f"{what}: exit code {result.code}, {meaning}. Last lines:\n{result.tail}", result.code, retryable
+    )
+
+
+# -- the day --------------------------------------------------------------------------------------
+
+
+MissingHoursFn = Callable[[Any, str, dt.date], list[dt.datetime]]
+"""``widehouse.batch.ledger.missing_hours(client, table, day)`` (injectable)."""
+
+
+def unfinalized_hours(
+    client: Any, hourly_tables: list[str], day: dt.date, missing: MissingHoursFn | None = None
+) -> dict[str, list[dt.datetime]]:
+    """Per hourly table, the hours of ``day`` not finalized yet (tables with none are absent)."""
+    if missing is None:
+        from widehouse.batch.ledger import missing_hours  # the batch layer's ledger (no Spark)
+
+        missing = missing_hours
+    found = {table: missing(client, table, day) for table in hourly_tables}
+    return {table: hours for table, hours in found.items() if hours}
+
+
+def missing_hive_partitions(warehouse: str, database: str, tables: list[str], day: dt.date) -> list[str]:
+    """``db.table/dt=DAY`` partitions absent from a local warehouse directory.
+
+    Only a local warehouse (a path or ``file:`` URI) can be checked without Spark or a metastore
+    client; for any other the list is empty and the daily job itself names a missing partition
+    (exit code 2).
+    """
+    parts = urlsplit(warehouse)
+    if parts.scheme not in ("", "file"):
+        return []
+    root = Path(parts.path if parts.scheme else warehouse)
+    return [
+        f"{database}.{table}/dt={day.isoformat()}"
+        for table in tables
+        if not (root / f"{database}.db" / table / f"dt={day.isoformat()}").is_dir()
+    ]

@@ -1,0 +1,31 @@
+"""What every Widehouse DAG shares: owner, retries, the tag allow-list, the schemas dir at parse time.
+
+DAG files import this at parse time, so it stays tiny: no Airflow, no Connections, no services.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+OWNER = "widehouse"
+TAGS = frozenset({"widehouse", "streams", "batch", "hourly", "daily", "planner", "manual"})
+"""Tags a DAG may carry (tests/dags checks every DAG against it)."""
+START = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+
+
+def default_args(retries: int = 2, retry_minutes: float = 2.0) -> dict[str, Any]:
+    return {
+        "owner": OWNER,
+        "retries": retries,
+        "retry_delay": dt.timedelta(minutes=retry_minutes),
+        "retry_exponential_backoff": True,
+    }
+
+
+def schemas_dir() -> Path:
+    """The catalog the DAGs fan out from (``WIDEHOUSE_SCHEMAS_DIR``); read from files only."""
+    from widehouse.settings import load_settings
+
+    return load_settings().schemas_dir

@@ -1,0 +1,173 @@
+"""How the supervisor runs one slot group: a detached local process, or a cluster submission.
+
+Both implement :class:`Launcher`. Locally each group is ``python -m widehouse stream --plan
+<snapshot> --group G`` in its own session, with pid file, log and a per-group copy of the plan under
+``<state>/streams/<group>/`` (the copy pins the topics the process was started with, whatever later
+replans write to ``plan.json``). On a cluster it is ``spark-submit --deploy-mode cluster`` of
+``spark/jobs/stream_wide.py``; the cluster manager owns the process, so liveness there is the
+commit recency alone (``running`` returns None).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Protocol
+
+from widehouse.errors import OrchestrationError
+from widehouse.planner import Plan, plan_to_dict
+from widehouse.services.process import ManagedProcess, ProcessSpec, tail
+from widehouse.settings import Settings
+
+
+class Launcher(Protocol):
+    def start(self, group: str, plan: Plan) -> None:
+        """Start ``group`` of ``plan`` (from its checkpoint)."""
+
+    def running(self, group: str) -> bool | None:
+        """True/False when this launcher can tell, None when only commits can (cluster)."""
+
+    def stop(self, group: str) -> bool:
+        """Stop at a batch boundary (SIGTERM, then grace); True if something was stopped."""
+
+    def log_tail(self, group: str, lines: int = 30) -> str: ...
+
+
+def group_dir(settings: Settings, group: str) -> Path:
+    return settings.state_dir / "streams" / group
+
+
+def write_snapshot(plan: Plan, group: str, path: Path) -> Path:
+    """A copy of ``plan`` holding only ``group`` (what that process runs)."""
+    body = plan_to_dict(plan)
+    body["groups"] = [g for g in body["groups"] if g["name"] == group]
+    topics = {t for g in body["groups"] for t in g["topics"]}
+    body["partitions"] = {t: n for t, n in body["partitions"].items() if t in topics}
+    body.pop("loads", None)
+    if not body["groups"]:
+        raise OrchestrationError(f"slot group {group!r} is not in the plan {plan.source}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(body, indent=2) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+class LocalLauncher:
+    """One detached ``widehouse stream`` process per group (see the module docstring)."""
+
+    def __init__(self, settings: Settings, env: Mapping[str, str] | None = None) -> None:
+        self.settings = settings
+        self.env = dict(env or {})
+        self.grace = settings.stream.stop_grace_seconds + 15
+
+    def process(self, group: str) -> ManagedProcess:
+        root = group_dir(self.settings, group)
+        marker = f"-Xwidehouse.service=stream-{group}@{self.settings.state_dir}"
+        argv = (
+            sys.executable,
+            marker,
+            "-m",
+            "widehouse",
+            "stream",
+            "--plan",
+            str(root / "plan.json"),
+            "--group",
+            group,
+        )
+        return ManagedProcess(
+            ProcessSpec(
+                name=f"stream-{group}",
+                argv=argv,
+                cwd=root,
+                log_file=root / "stream.log",
+                pid_file=root / "stream.pid",
+                marker=marker,
+                env=self.env,
+            )
+        )
+
+    def start(self, group: str, plan: Plan) -> None:
+        process = self.process(group)
+        if process.stray_pids():
+            process.stop(self.grace)
+        write_snapshot(plan, group, group_dir(self.settings, group) / "plan.json")
+        process.start()
+
+    def running(self, group: str) -> bool | None:
+        return self.process(group).pid() is not None
+
+    def stop(self, group: str) -> bool:
+        return self.process(group).stop(self.grace)
+
+    def log_tail(self, group: str, lines: int = 30) -> str:
+        return tail(group_dir(self.settings, group) / "stream.log", lines)
+
+
+def submit_command(settings: Settings, group: str, plan_uri: str, job: str) -> list[str]:
+    """``spark-submit --deploy-mode cluster`` of the stream entrypoint for one group.
+
+    ``plan_uri`` and ``job`` must be reachable from the cluster (e.g. on shared storage); the app's
+    settings travel as ``spark.*.appMasterEnv`` / driver environment variables of the submission.
+    """
+    spark = settings.spark
+    command = [
+        settings.supervisor.spark_submit,
+        "--master",
+        spark.master,
+        "--deploy-mode",
+        "cluster",
+        "--name",
+        f"widehouse-{settings.stream.app}-{group}",
+        "--conf",
+        "spark.yarn.submit.waitAppCompletion=false",
+        "--conf",
+        "spark.standalone.submit.waitAppCompletion=false",
+        "--conf",
+        "spark.kubernetes.submission.waitAppCompletion=false",
+        "--conf",
+        f"spark.driver.memory={spark.driver_memory}",
+    ]
+    if spark.jars:
+        command += ["--jars", ",".join(spark.jars)]
+    for key, value in spark.extra_conf:
+        command += ["--conf", f"{key}={value}"]
+    return [*command, job, "--plan", plan_uri, "--group", group]
+
+
+class ClusterLauncher:
+    """Submits each group to the cluster; stopping and liveness belong to the cluster manager."""
+
+    def __init__(
+        self, settings: Settings, plan_uri: str, job: str, env: Mapping[str, str] | None = None
+    ) -> None:
+        self.settings = settings
+        self.plan_uri = plan_uri
+        self.job = job
+        self.env = dict(env or {})
+
+    def start(self, group: str, plan: Plan) -> None:
+        command = submit_command(self.settings, group, self.plan_uri, self.job)
+        done = subprocess.run(
+            command, env={**os.environ, **self.env}, capture_output=True, text=True, check=False
+        )
+        if done.returncode != 0:
+            raise OrchestrationError(
+                f"spark-submit of slot group {group!r} failed ({done.returncode}): {done.stderr[-2000:]}"
+            )
+
+    def running(self, group: str) -> bool | None:
+        return None
+
+    def stop(self, group: str) -> bool:
+        raise OrchestrationError(
+            f"stopping slot group {group!r} on the cluster is not implemented: kill the app "
+            f"widehouse-{self.settings.stream.app}-{group} with the cluster manager"
+        )
+
+    def log_tail(self, group: str, lines: int = 30) -> str:
+        return "(cluster mode: see the cluster manager's driver log)"

@@ -1,0 +1,226 @@
+"""The task bodies the DAG files call: Connections -> settings, then the light library or a job.
+
+This is the only module of the library that talks to Airflow, and only inside running tasks
+(imports are local): it reads Connections, turns non-retryable failures into
+``AirflowFailException`` and attaches Asset event extras. Everything it calls is tested without
+Airflow.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from widehouse.errors import ConfigError, JobFailedError, OrchestrationError
+from widehouse.orchestration import batch
+from widehouse.orchestration.connections import overlay_from_airflow
+from widehouse.orchestration.runner import run_widehouse
+from widehouse.settings import Settings, load_settings
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+def task_env() -> dict[str, str]:
+    """``WIDEHOUSE_*`` variables from the Airflow Connections (secrets masked)."""
+    return overlay_from_airflow().env
+
+
+def task_settings(env: Mapping[str, str]) -> Settings:
+    return load_settings({**os.environ, **env})
+
+
+def deployment_catalog(settings: Settings) -> Any:
+    """The catalog the streams use (relocated to ``WIDEHOUSE_TENANT_SUFFIX`` when one is set)."""
+    from widehouse.catalog import load_catalog
+
+    catalog = load_catalog(settings.schemas_dir)
+    suffix = settings.stream.tenant_suffix
+    return catalog.relocated(suffix) if suffix else catalog
+
+
+@contextmanager
+def failing_fast() -> Iterator[None]:
+    """A non-retryable job failure (bad input, mismatch) fails the task without retries."""
+    try:
+        yield
+    except JobFailedError as exc:
+        if exc.retryable:
+            raise
+        from airflow.sdk.exceptions import AirflowFailException
+
+        raise AirflowFailException(str(exc)) from exc
+    except ConfigError as exc:
+        from airflow.sdk.exceptions import AirflowFailException
+
+        raise AirflowFailException(str(exc)) from exc
+
+
+def _with_env(body: Callable[[dict[str, str], Settings], T]) -> T:
+    env = task_env()
+    with failing_fast():
+        return body(env, task_settings(env))
+
+
+# -- streams --------------------------------------------------------------------------------------
+
+
+def supervise_streams() -> dict[str, Any]:
+    """One supervisor cycle; fails the task (with log tails) for groups it gave up on."""
+    from widehouse.orchestration.supervisor import as_json, describe, from_settings
+    from widehouse.planner import load_plan
+
+    def body(env: dict[str, str], settings: Settings) -> dict[str, Any]:
+        plan_path = settings.state_dir / "plan.json"
+        if not plan_path.is_file():
+            raise OrchestrationError(f"no plan at {plan_path}: run the replan DAG or `widehouse plan`")
+        supervisor = from_settings(settings, env, run_widehouse)
+        report = supervisor.cycle(load_plan(plan_path))
+        log.info("supervisor cycle:\n%s", describe(report))
+        if report.given_up:
+            details = "\n\n".join(f"slot group {g}: {why}" for g, why in report.given_up.items())
+            raise OrchestrationError(
+                f"{len(report.given_up)} slot group(s) keep failing and are no longer restarted "
+                f"(reset with `widehouse supervise --reset GROUP` once fixed):\n{details}"
+            )
+        return as_json(report)
+
+    return _with_env(body)
+
+
+def retire_group(group: str) -> None:
+    """Stop a slot group that left the plan and remove its app's Pulsar subscriptions now."""
+    from widehouse.orchestration.supervisor import from_settings
+    from widehouse.planner import load_plan
+
+    def body(env: dict[str, str], settings: Settings) -> None:
+        plan_path = settings.state_dir / "plan.json"
+        if plan_path.is_file() and group in {g.name for g in load_plan(plan_path).groups}:
+            raise ConfigError(
+                f"slot group {group!r} is in the current plan {plan_path}; replan it away first"
+            )
+        from_settings(settings, env, None).launcher.stop(group)
+        from widehouse.orchestration.replan import catalog_namespaces
+
+        namespaces = [a for ns in catalog_namespaces(settings) for a in ("--namespace", ns)]
+        app = f"{settings.stream.app}-{group}"
+        result = run_widehouse(["pulsar", "cleanup", "--retire", app, *namespaces], env)
+        if result.code != 0:
+            raise JobFailedError(f"pulsar cleanup --retire exited {result.code}:\n{result.tail}", result.code)
+
+    _with_env(body)
+
+
+def replan(overrides: Mapping[str, Any], apply: bool) -> str:
+    """A new plan from live traffic, versioned; returns the version's path."""
+    from widehouse.orchestration.replan import knobs_with, versioned_replan
+
+    def body(env: dict[str, str], settings: Settings) -> str:
+        done = versioned_replan(settings, knobs_with(settings, overrides), apply=apply)
+        log.info("new plan %s:\n%s", done.version, "\n".join(done.lines))
+        return str(done.version)
+
+    return _with_env(body)
+
+
+# -- hours and days -------------------------------------------------------------------------------
+
+
+def hour_is_ready(table: str, hour: dt.datetime) -> bool:
+    """Sensor body: every group feeding ``table`` has a watermark past ``hour`` end + lateness."""
+
+    def body(env: dict[str, str], settings: Settings) -> bool:
+        catalog = deployment_catalog(settings)
+        verdict = batch.check_gate(settings, catalog, table, hour)
+        log.info("%s", verdict.message)
+        return verdict.ready
+
+    return _with_env(body)
+
+
+def finalize(table: str, hours: list[dt.datetime], outlet: Any = None, **flags: bool) -> list[str]:
+    """Finalize ``hours`` of ``table`` in order; the outlet's Asset event lists the hours done."""
+
+    def body(env: dict[str, str], settings: Settings) -> list[str]:
+        done: list[str] = []
+        for hour in hours:
+            batch.run_finalize(run_widehouse, env, table, hour, **flags)
+            done.append(batch.hour_arg(hour))
+        if outlet is not None:
+            outlet.extra = {"table": table, "hours": done, **{k: v for k, v in flags.items() if v}}
+        return done
+
+    return _with_env(body)
+
+
+def day_is_ready(day: dt.date) -> bool:
+    """Sensor body: every hour of ``day`` is finalized and the day's Hive partitions exist."""
+    from widehouse import clickhouse
+    from widehouse.commands.generate_cmd import DEFAULT_OFFLINE_DATABASE
+    from widehouse.orchestration.params import hourly_tables
+
+    def body(env: dict[str, str], settings: Settings) -> bool:
+        catalog = deployment_catalog(settings)
+        client = clickhouse.connect(settings.clickhouse)
+        try:
+            waiting = batch.unfinalized_hours(client, hourly_tables(catalog), day)
+        finally:
+            client.close()
+        hive = sorted({h for t in catalog.wide_tables for s in t.offline for h in s.hive_tables})
+        missing = batch.missing_hive_partitions(
+            settings.hive.warehouse_dir, DEFAULT_OFFLINE_DATABASE, hive, day
+        )
+        for table, hours in waiting.items():
+            log.info("%s: %d hour(s) of %s not finalized, first %s", table, len(hours), day, hours[0])
+        if missing:
+            log.info("Hive partitions missing: %s", ", ".join(missing))
+        return not waiting and not missing
+
+    return _with_env(body)
+
+
+def daily(day: dt.date) -> None:
+    def body(env: dict[str, str], settings: Settings) -> None:
+        batch.run_daily(run_widehouse, env, day)
+
+    _with_env(body)
+
+
+def parse_moment(value: str | None, name: str) -> dt.datetime:
+    """A trigger-form date-time (ISO 8601, ``Z`` allowed) as an aware UTC datetime."""
+    if not value:
+        raise ConfigError(f"param {name} is required")
+    try:
+        moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise ConfigError(f"param {name}={value!r} is not an ISO 8601 date-time") from exc
+    return (moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)).astimezone(dt.UTC)
+
+
+def parse_day(value: str | None, name: str = "day") -> dt.date:
+    if not value:
+        raise ConfigError(f"param {name} is required")
+    try:
+        return dt.date.fromisoformat(value[:10])
+    except ValueError as exc:
+        raise ConfigError(f"param {name}={value!r} is not a date (YYYY-MM-DD)") from exc
+
+
+def refinalize(params: Mapping[str, Any], outlet: Any = None) -> list[str]:
+    """The manual re-finalize: a range of hours of one table, with its flags."""
+    with failing_fast():
+        first = parse_moment(params.get("first_hour"), "first_hour")
+        last = parse_moment(params.get("last_hour"), "last_hour") if params.get("last_hour") else first
+        hours = batch.hours_between(first, last)
+    flags = {k: bool(params.get(k)) for k in ("include_late", "accept_mismatch", "force")}
+    return finalize(str(params["table"]), hours, outlet, **flags)
+
+
+def rebuild_day(params: Mapping[str, Any]) -> None:
+    with failing_fast():
+        day = parse_day(params.get("day"))
+    daily(day)

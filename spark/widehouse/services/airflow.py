@@ -1,0 +1,258 @@
+"""Local Airflow 3: API server, scheduler, DAG processor and triggerer on loopback.
+
+Each component is a :class:`LocalService` (pid file, log, marker, health probe) under
+``<state>/airflow/services/<component>``; :class:`AirflowStack` starts them with the generic
+:class:`~widehouse.services.manager.ServiceManager` after ``airflow db migrate``. Metadata lives in
+SQLite under ``<state>/airflow`` with the LocalExecutor (what ``airflow standalone`` uses), DAGs
+come from the project's ``dags/``, the simple auth manager holds one admin user, and Connections
+come from the committed dev-connections file through Airflow's local file-system secrets backend.
+
+Two traps this module handles: every component and task runs with the venv's ``bin`` first on PATH
+(Airflow starts ``airflow ...`` subprocesses), and ``core.execution_api_server_url`` (how tasks
+reach the API server) always follows the API server's port. The JWT secret and the API secret key
+must be equal in every component; they are generated once per state dir (``secrets.json``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from widehouse.errors import ServiceError
+from widehouse.services.base import LocalService
+from widehouse.services.manager import ServiceManager, ServiceStatus
+from widehouse.services.process import PortSpec, tail
+from widehouse.settings import AirflowSettings, LocalServicesSettings
+
+API_SERVER = "airflow-api-server"
+SIMPLE_AUTH = "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
+FILE_SECRETS = "airflow.secrets.local_filesystem.LocalFilesystemBackend"
+
+
+def venv_bin() -> Path:
+    """The directory of the running interpreter (the venv's ``bin``): Airflow must find ``airflow``."""
+    return Path(sys.executable).parent
+
+
+def airflow_environment(airflow: AirflowSettings, keys: dict[str, str], bin_dir: Path) -> dict[str, str]:
+    """The ``AIRFLOW_*`` environment every component (and so every task) runs with."""
+    url = airflow.url
+    env = {
+        "AIRFLOW_HOME": str(airflow.home),
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        "AIRFLOW__CORE__DAGS_FOLDER": str(airflow.dags_dir),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+        "AIRFLOW__CORE__PARALLELISM": "4",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{airflow.home / 'airflow.db'}",
+        "AIRFLOW__CORE__AUTH_MANAGER": SIMPLE_AUTH,
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{airflow.user}:admin",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords_file(airflow)),
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{url}/execution/",
+        "AIRFLOW__API__HOST": "127.0.0.1",
+        "AIRFLOW__API__PORT": str(airflow.port),
+        "AIRFLOW__API__BASE_URL": url,
+        "AIRFLOW__API__SECRET_KEY": keys["secret_key"],
+        "AIRFLOW__API_AUTH__JWT_SECRET": keys["jwt_secret"],
+        "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(airflow.home / "logs"),
+        "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(airflow.worker_log_port),
+        "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(airflow.triggerer_log_port),
+        # a new DAG file shows within ~10 s, a changed one is re-parsed within ~10 s
+        "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "10",
+        "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "10",
+        "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "True",
+        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
+    }
+    if airflow.connections_file is not None:
+        env["AIRFLOW__SECRETS__BACKEND"] = FILE_SECRETS
+        env["AIRFLOW__SECRETS__BACKEND_KWARGS"] = json.dumps(
+            {"connections_file_path": str(airflow.connections_file)}
+        )
+    return env
+
+
+def passwords_file(airflow: AirflowSettings) -> Path:
+    return airflow.home / "simple_auth_manager_passwords.json"
+
+
+def component_keys(airflow: AirflowSettings) -> dict[str, str]:
+    """The JWT secret and API secret key shared by every component (made once per state dir)."""
+    path = airflow.home / "secrets.json"
+    try:
+        keys: dict[str, str] = json.loads(path.read_text())
+        if {"jwt_secret", "secret_key"} <= set(keys):
+            return keys
+    except (OSError, ValueError):
+        pass  # missing or unreadable: make new ones (tokens of the old ones are merely invalidated)
+    keys = {"jwt_secret": secrets.token_urlsafe(32), "secret_key": secrets.token_urlsafe(32)}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(keys))
+    path.chmod(0o600)
+    return keys
+
+
+class AirflowComponent(LocalService):
+    """One Airflow component, run as ``python -m airflow <command>`` with the stack's environment."""
+
+    command_words: tuple[str, ...] = ()
+    health_key: str = ""
+    """The component's entry in the API server's /api/v2/monitor/health answer."""
+    depends_on: tuple[str, ...] = (API_SERVER,)
+
+    def __init__(self, local: LocalServicesSettings, airflow: AirflowSettings) -> None:
+        self.airflow = airflow
+        super().__init__(local)
+
+    @property
+    def dir(self) -> Path:
+        return self.airflow.home / "services" / self.name
+
+    @property
+    def marker(self) -> str:
+        # an interpreter -X option: Python ignores unknown ones, so the marker needs no CLI support
+        return f"-Xwidehouse.service={self.name}@{self.local.state_dir}"
+
+    def ports(self) -> tuple[PortSpec, ...]:
+        return ()
+
+    def command(self) -> tuple[str, ...]:
+        return (sys.executable, self.marker, "-m", "airflow", *self.command_words)
+
+    def environment(self) -> dict[str, str]:
+        return airflow_environment(self.airflow, component_keys(self.airflow), venv_bin())
+
+    def probe(self) -> str | None:
+        health = fetch_health(self.airflow)
+        if isinstance(health, str):
+            return health
+        status = (health.get(self.health_key) or {}).get("status")
+        return None if status == "healthy" else f"{self.health_key} status {status!r}"
+
+    def endpoints(self) -> list[str]:
+        return [f"{p.label} {p.host}:{p.port}" for p in self.ports()] or ["-"]
+
+
+class AirflowApiServer(AirflowComponent):
+    name = API_SERVER
+    command_words = ("api-server", "--workers", "1")
+    health_key = "metadatabase"
+    depends_on = ()
+
+    def ports(self) -> tuple[PortSpec, ...]:
+        return (PortSpec("ui/api", self.airflow.port, "WIDEHOUSE_AIRFLOW_PORT"),)
+
+    def prepare(self) -> None:
+        """Migrate the metadata DB and write the user's password before the API server starts."""
+        self.airflow.home.mkdir(parents=True, exist_ok=True)
+        passwords_file(self.airflow).write_text(json.dumps({self.airflow.user: self.airflow.password}))
+        passwords_file(self.airflow).chmod(0o600)
+        migrate(self.airflow, {**os.environ, **self.environment()}, self.log_file)
+
+
+class AirflowScheduler(AirflowComponent):
+    name = "airflow-scheduler"
+    command_words = ("scheduler",)
+    health_key = "scheduler"
+
+    def ports(self) -> tuple[PortSpec, ...]:
+        return (PortSpec("log server", self.airflow.worker_log_port, "WIDEHOUSE_AIRFLOW_WORKER_LOG_PORT"),)
+
+
+class AirflowDagProcessor(AirflowComponent):
+    name = "airflow-dag-processor"
+    command_words = ("dag-processor",)
+    health_key = "dag_processor"
+
+
+class AirflowTriggerer(AirflowComponent):
+    name = "airflow-triggerer"
+    command_words = ("triggerer",)
+    health_key = "triggerer"
+
+    def ports(self) -> tuple[PortSpec, ...]:
+        return (
+            PortSpec("log server", self.airflow.triggerer_log_port, "WIDEHOUSE_AIRFLOW_TRIGGERER_LOG_PORT"),
+        )
+
+
+COMPONENTS: tuple[type[AirflowComponent], ...] = (
+    AirflowApiServer,
+    AirflowScheduler,
+    AirflowDagProcessor,
+    AirflowTriggerer,
+)
+
+
+def migrate(airflow: AirflowSettings, env: dict[str, str], log_file: Path) -> None:
+    """``airflow db migrate`` (idempotent); its output goes to the API server's log."""
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    with log_file.open("ab") as log:
+        log.write(b"\n==== widehouse: airflow db migrate ====\n")
+        log.flush()
+        done = subprocess.run(
+            [sys.executable, "-m", "airflow", "db", "migrate"],
+            env=env,
+            cwd=airflow.home,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            timeout=900,
+            check=False,
+        )
+    if done.returncode != 0:
+        raise ServiceError(
+            f"airflow db migrate failed with exit code {done.returncode}. Last lines of {log_file}:\n"
+            f"{tail(log_file)}"
+        )
+
+
+def fetch_health(airflow: AirflowSettings) -> dict[str, Any] | str:
+    """The API server's health answer, or why there is none."""
+    url = f"{airflow.url}/api/v2/monitor/health"
+    try:
+        with urllib.request.urlopen(url, timeout=5) as reply:  # noqa: S310 - loopback URL we built
+            body: dict[str, Any] = json.loads(reply.read())
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        return f"no answer on {url}: {exc}"
+    return body
+
+
+class AirflowStack:
+    """``widehouse airflow up|down|status``: the four components as one unit."""
+
+    def __init__(
+        self,
+        local: LocalServicesSettings,
+        airflow: AirflowSettings,
+        report: Any = None,
+    ) -> None:
+        self.airflow = airflow
+        self.manager = ServiceManager(local, [c(local, airflow) for c in COMPONENTS], report=report)
+
+    def up(self) -> list[str]:
+        if not self.airflow.dags_dir.is_dir():
+            raise ServiceError(
+                f"the DAG folder {self.airflow.dags_dir} does not exist (WIDEHOUSE_AIRFLOW_DAGS_DIR)"
+            )
+        return self.manager.up()
+
+    def down(self) -> list[str]:
+        return self.manager.down()
+
+    def status(self) -> list[ServiceStatus]:
+        return self.manager.status()
+
+    def healthy(self) -> bool:
+        return self.manager.healthy()
+
+    def login_hint(self) -> str:
+        return (
+            f"Airflow UI: {self.airflow.url}  (user {self.airflow.user}; password: "
+            f"WIDEHOUSE_AIRFLOW_PASSWORD, default widehouse-local; also in {passwords_file(self.airflow)})"
+        )

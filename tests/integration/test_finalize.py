@@ -1,0 +1,232 @@
+"""Finalizing hours against the real services: Pulsar, the stream, the ClickHouse service, Delta.
+
+One deployment is streamed once (generated traffic, whose manifest holds the exact expected rows,
+plus two hand-made late events); the tests then finalize its hours as a user does
+(``python -m widehouse finalize``), and read both stores back:
+
+- the watermark gate refuses an hour the streams have not passed, and ``--force`` is recorded;
+- the final rows equal the manifest's in ClickHouse (analyst view) and in silver Delta, the
+  same after a second run and after SIGKILLs between the publish steps;
+- ``--include-late`` folds the hand-made late events into the hand-written row;
+- reconciliation catches a message on the broker that the stream never counted.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import subprocess
+import sys
+import time
+from typing import Any
+
+import orjson
+import pytest
+
+from tests.integration.stream_support import Deployment
+from widehouse.batch.ledger import LEDGER, RECONCILIATION
+from widehouse.generator.manifest import Manifest, diff_rows, normalize
+from widehouse.settings import Settings
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
+
+HOUR_MS = 3_600_000
+LATE_UID = 999_001
+
+
+def _hour_text(ms: int) -> str:
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%dT%H")
+
+
+class Streamed:
+    def __init__(self, deployment: Deployment, manifest: Manifest, late_hour_ms: int) -> None:
+        self.deployment = deployment
+        self.manifest = manifest
+        self.late_hour_ms = late_hour_ms
+        rows = manifest.expected_rows("user_hourly")
+        by_hour: dict[int, dict[Any, Any]] = {}
+        for (key, hour), row in rows.items():
+            by_hour.setdefault(hour, {})[(key, hour)] = row
+        # the busiest hours of the traffic (within 2 h of now: not final by the gate)
+        self.hours = sorted(by_hour, key=lambda h: len(by_hour[h]), reverse=True)[:2]
+        self.rows = by_hour
+
+    def finalize(self, hour_ms: int, *args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "widehouse", "finalize", "--table", "user_hourly"]
+        command += ["--hour", _hour_text(hour_ms), "--no-hbase", *args]
+        return subprocess.run(
+            command, env=self.deployment.env, capture_output=True, text=True, timeout=600, check=False
+        )
+
+    def view_rows(self, hour_ms: int) -> dict[tuple[Any, Any], dict[str, Any]]:
+        rows = self.deployment.clickhouse(
+            f"SELECT * FROM user_hourly WHERE hour = toDateTime({hour_ms // 1000}, 'UTC')"
+        )
+        return {(r["uid"], r["hour"]): r for r in rows}
+
+    def silver_rows(self, spark: Any, hour_ms: int) -> dict[tuple[Any, Any], dict[str, Any]]:
+        from pyspark.sql import functions as F  # noqa: N812
+
+        path = self.deployment.settings.delta.path("silver", "user_hourly")
+        frame = (
+            spark.read.format("delta").load(path).where(F.col("hour") == F.timestamp_millis(F.lit(hour_ms)))
+        )
+        return {
+            (normalize(r["uid"]), normalize(r["hour"])): {k: normalize(v) for k, v in r.asDict().items()}
+            for r in frame.collect()
+        }
+
+    def ledger(self, hour_ms: int) -> list[dict[str, Any]]:
+        return self.deployment.clickhouse(
+            f"SELECT * FROM {LEDGER} WHERE `table` = 'user_hourly' "
+            f"AND period = toDateTime64({hour_ms // 1000}, 3, 'UTC') ORDER BY finalized_at"
+        )
+
+
+@pytest.fixture(scope="module")
+def streamed(services: Settings, tmp_path_factory: pytest.TempPathFactory) -> Streamed:
+    deployment = Deployment(tmp_path_factory.mktemp("finalize"))
+    manifest = deployment.publish(1500, seed=5)
+    # two late logins of a user the generator never uses, 3 h behind their publish time (lateness 1 h)
+    late_hour = (int(time.time() * 1000) - 3 * HOUR_MS) // HOUR_MS * HOUR_MS
+    late = [
+        (late_hour + 5 * 60_000, "success", "5.40.0", "VN"),
+        (late_hour + 10 * 60_000, "wrong_password", "5.39.1", "TH"),
+    ]
+    payloads = [
+        orjson.dumps(
+            {
+                "uid": LATE_UID,
+                "ts": ts,
+                "method": "phone",
+                "result": result,
+                "app_version": version,
+                "latency_ms": 100,
+                "retry": 0,
+                "geo": {"country": country},
+            }
+        )
+        for ts, result, version, country in late
+    ]
+    deployment.publish_messages(
+        ("persistent://bigolive/app/login", str(LATE_UID), p, ts)
+        for p, (ts, *_) in zip(payloads, late, strict=True)
+    )
+    deployment.plan_groups(2)
+    run = deployment.stream()
+    assert run.returncode == 0, run.stdout[-5000:]
+    return Streamed(deployment, manifest, late_hour)
+
+
+def test_refused_before_the_watermark_then_forced_and_recorded(streamed: Streamed, spark: Any) -> None:
+    hour = streamed.hours[0]
+    refused = streamed.finalize(hour)
+    assert refused.returncode == 3, refused.stderr[-3000:]
+    assert "is not final yet" in refused.stderr and "lagging" in refused.stderr
+    assert streamed.ledger(hour) == []  # nothing published
+    assert "SparkContext" not in refused.stderr  # a refused run starts no Spark
+
+    forced = streamed.finalize(hour, "--force")
+    assert forced.returncode == 0, forced.stderr[-5000:]
+    entries = streamed.ledger(hour)
+    assert [(e["forced"], e["kind"], e["reconciliation"]) for e in entries] == [(True, "hour", "ok")]
+    assert "forced:" in entries[0]["note"]
+    want = streamed.rows[hour]
+    assert entries[0]["rows"] == len(want)
+    assert diff_rows(want, streamed.view_rows(hour)) == []
+    assert diff_rows(want, streamed.silver_rows(spark, hour)) == []
+
+
+def test_twice_and_after_kills_between_steps_the_same_rows(streamed: Streamed, spark: Any) -> None:
+    hour = streamed.hours[-1]  # the busiest hour may already be published (the ledger tells)
+    want = streamed.rows[hour]
+    before = len(streamed.ledger(hour))
+    for fault in ("after-silver", "after-final"):
+        killed = streamed.finalize(hour, "--force", "--fault", fault)
+        assert killed.returncode == -9, killed.stderr[-3000:]
+        assert len(streamed.ledger(hour)) == before  # the killed run published nothing
+    versions = streamed.deployment.clickhouse(
+        "SELECT finalized_at, count() AS n FROM user_hourly_final "
+        f"WHERE hour = toDateTime({hour // 1000}, 'UTC') GROUP BY finalized_at"
+    )
+    assert len(want) in {v["n"] for v in versions}  # the run killed after its insert left a hidden version
+    view = streamed.view_rows(hour)
+    assert len(view) == len(want) and diff_rows(want, view) == []  # ... that nobody sees
+
+    for attempt in (1, 2):
+        done = streamed.finalize(hour, "--force")
+        assert done.returncode == 0, done.stderr[-5000:]
+        assert len(streamed.ledger(hour)) == before + attempt
+        view = streamed.view_rows(hour)
+        assert len(view) == len(want)  # one version visible, no duplicates
+        assert diff_rows(want, view) == []
+        assert diff_rows(want, streamed.silver_rows(spark, hour)) == []
+
+
+def test_include_late_folds_the_hours_late_events(streamed: Streamed, spark: Any) -> None:
+    hour = streamed.late_hour_ms
+    plain = streamed.finalize(hour, "--force")
+    assert plain.returncode == 0, plain.stderr[-5000:]
+    assert all(key != LATE_UID for key, _ in streamed.view_rows(hour))
+
+    folded = streamed.finalize(hour, "--force", "--include-late")
+    assert folded.returncode == 0, folded.stderr[-5000:]
+    assert "late events folded: 2" in folded.stdout
+    newest = streamed.ledger(hour)[-1]
+    assert (newest["include_late"], newest["late_rows"]) == (True, 2)
+    want = {
+        "logins": 1,
+        "login_failures": 1,
+        "first_login_at": hour + 5 * 60_000,
+        "last_login_at": hour + 10 * 60_000,
+        "last_app_version": "5.40.0",  # the last success
+        "last_country": "TH",  # the last attempt
+    }
+    for rows in (streamed.view_rows(hour), streamed.silver_rows(spark, hour)):
+        row = rows[(LATE_UID, hour)]
+        assert {k: normalize(row[k]) for k in want} == want
+
+
+def test_reconciliation_catches_a_message_the_stream_did_not_count(streamed: Streamed) -> None:
+    from tests.integration.pulsar_support import send_exact
+    from widehouse.pulsar import client as pulsar_client
+
+    deployment = streamed.deployment
+    counted = deployment.clickhouse(
+        "SELECT toUnixTimestamp(publish_hour) * 1000 AS hour, sum(rows_in) AS n FROM stream_counts FINAL "
+        "GROUP BY hour ORDER BY hour"
+    )
+    assert sum(r["n"] for r in counted) == streamed.manifest.counts().sent + 2  # + the two late logins
+    # one more message the stream never reads: the broker holds it, the stream did not count it
+    topic = next(
+        t for t, origin in deployment.topic_origins.items() if origin == "persistent://bigolive/app/login"
+    )
+    client = pulsar_client.connect(deployment.settings.pulsar)
+    try:
+        send_exact(client, [(topic, "1", b'{"uid": 1}', None)])
+    finally:
+        client.close()
+    hour = int(time.time() * 1000) // HOUR_MS * HOUR_MS
+    refused = streamed.finalize(hour, "--force")
+    assert refused.returncode == 4, refused.stderr[-3000:]
+    assert "on the broker the stream did not count" in refused.stderr and topic in refused.stderr
+    assert streamed.ledger(hour) == []
+    statuses = deployment.clickhouse(
+        f"SELECT topic, status, broker - counted_in AS missing FROM {RECONCILIATION} "
+        f"WHERE hour = toDateTime64({hour // 1000}, 3, 'UTC') AND status != 'ok'"
+    )
+    assert statuses == [{"topic": topic, "status": "mismatch", "missing": 1}]
+
+    accepted = streamed.finalize(hour, "--force", "--accept-mismatch")
+    assert accepted.returncode == 0, accepted.stderr[-3000:]
+    assert streamed.ledger(hour)[-1]["reconciliation"] == "accepted"
+
+
+def test_every_other_hour_reconciles(streamed: Streamed) -> None:
+    """The hours the stream read completely reconcile topic by topic (broker = counted = stored)."""
+    rows = streamed.deployment.clickhouse(
+        "SELECT topic, broker, counted_in, valid + quarantined + late AS stored, status "
+        f"FROM {RECONCILIATION} "
+        f"WHERE hour != toDateTime64({int(time.time()) // 3600 * 3600}, 3, 'UTC')"
+    )
+    assert rows and all(r["status"] == "ok" for r in rows)
+    assert all(r["broker"] == r["counted_in"] == r["stored"] for r in rows)
