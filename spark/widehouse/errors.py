@@ -72,3 +72,7 @@ class JobFailedError(OrchestrationError):
         super().__init__(message)
         self.code = code
         self.retryable = retryable
+
+
+class MissingInputError(BatchError):
+    """A batch job's input for the period is not there (e.g. a Hive partition of the day)."""

@@ -281,6 +281,31 @@ def _parse_host(value: str) -> str:
     return value
 
 
+def _parse_salt_buckets(value: str) -> int:
+    number = int(value)
+    if not 1 <= number <= 1000:
+        raise ValueError("must be between 1 and 1000")
+    return number
+
+
+_HBASE_PREFIX_RE = re.compile(r"([A-Za-z0-9_]{1,64}:)?[A-Za-z0-9_.\-]{0,64}")
+
+
+def _parse_hbase_table_prefix(value: str) -> str:
+    if not _HBASE_PREFIX_RE.fullmatch(value):
+        raise ValueError("must be letters, digits, '_', '.' or '-', optionally after a namespace 'ns:'")
+    return value
+
+
+def _parse_zookeeper(value: str) -> str:
+    hosts = [h.strip() for h in value.split(",")]
+    for host_port in hosts:
+        _check_authority(host_port)
+        if urlsplit(f"//{host_port}").port is None:
+            raise ValueError("expected host:port[,host:port]")
+    return ",".join(hosts)
+
+
 def _parse_sinks(value: str) -> tuple[str, ...]:
     sinks = tuple(dict.fromkeys(s.strip() for s in value.split(",") if s.strip()))
     unknown = [s for s in sinks if s not in STREAM_SINKS]
@@ -596,6 +621,32 @@ VARIABLES: tuple[Variable[Any], ...] = (
         _parse_positive_int,
         "hbase.timeout_ms",
         "HBase Thrift socket timeout in milliseconds.",
+    ),
+    Variable(
+        "WIDEHOUSE_HBASE_SALT_BUCKETS",
+        16,
+        _parse_salt_buckets,
+        "hbase.salt_buckets",
+        "Salt buckets of the HBase day tables (row key prefix, pre-split regions, parallel extract scans).",
+    ),
+    Variable(
+        "WIDEHOUSE_HBASE_TABLE_PREFIX",
+        "wh_",
+        _parse_hbase_table_prefix,
+        "hbase.table_prefix",
+        "Prefix of the HBase day tables: ``wh_`` gives ``wh_user_daily``; ``ns:`` puts them in an existing "
+        "namespace.",
+    ),
+    Variable(
+        "WIDEHOUSE_HBASE_ZOOKEEPER",
+        Derived(
+            "127.0.0.1:<hbase zk port>",
+            ("WIDEHOUSE_HBASE_ZK_PORT",),
+            lambda r: f"127.0.0.1:{r['WIDEHOUSE_HBASE_ZK_PORT']}",
+        ),
+        _parse_zookeeper,
+        "hbase.zookeeper",
+        "HBase ZooKeeper quorum (host:port[,host:port]); only creating a pre-split day table uses it.",
     ),
     Variable(
         "WIDEHOUSE_HIVE_METASTORE_URI",
@@ -1127,6 +1178,10 @@ class HBaseSettings:
     host: str
     port: int
     timeout_ms: int = _default("hbase.timeout_ms")
+    salt_buckets: int = _default("hbase.salt_buckets")
+    table_prefix: str = _default("hbase.table_prefix")
+    zookeeper: str = field(default="127.0.0.1:2181", kw_only=True)
+    """ZooKeeper quorum ``host:port[,host:port]``, for the admin tool that pre-splits day tables."""
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,9 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     "WIDEHOUSE_HBASE_HOST": ("hbase-thrift.prod", "hbase-thrift.prod"),
     "WIDEHOUSE_HBASE_PORT": ("19090", 19090),
     "WIDEHOUSE_HBASE_TIMEOUT_MS": ("5000", 5000),
+    "WIDEHOUSE_HBASE_SALT_BUCKETS": ("32", 32),
+    "WIDEHOUSE_HBASE_TABLE_PREFIX": ("widehouse:", "widehouse:"),
+    "WIDEHOUSE_HBASE_ZOOKEEPER": ("zk1:2181, zk2:2181", "zk1:2181,zk2:2181"),
     "WIDEHOUSE_HIVE_METASTORE_URI": ("thrift://metastore.prod:9083", "thrift://metastore.prod:9083"),
     "WIDEHOUSE_HIVE_WAREHOUSE": ("hdfs:///warehouse", "hdfs:///warehouse"),
     "WIDEHOUSE_SPARK_MASTER": ("local[2]", "local[2]"),
@@ -194,7 +197,10 @@ def test_fixed_defaults_are_what_loading_gives_and_round_trip_through_their_pars
 def test_dataclass_defaults_come_from_the_table() -> None:
     fixed = {v.target: v.default for v in VARIABLES if not isinstance(v.default, Derived)}
     groups = {f.name: f.type for f in dataclasses.fields(Settings)}
-    allowed_elsewhere = {"local.java_home": None}  # None = java on PATH, what JAVA_HOME unset gives
+    allowed_elsewhere = {
+        "local.java_home": None,  # None = java on PATH, what JAVA_HOME unset gives
+        "hbase.zookeeper": "127.0.0.1:2181",  # what the default ZooKeeper port gives
+    }
     for group in groups:
         cls = type(getattr(load_settings(BASE), group))
         if not dataclasses.is_dataclass(cls):
@@ -377,6 +383,11 @@ def test_the_default_dsn_is_the_local_service() -> None:
         ("WIDEHOUSE_CLICKHOUSE_HANDLES", "0", "positive integer"),
         ("WIDEHOUSE_HIVE_METASTORE_URI", "http://ms:9083", "scheme must be one of thrift"),
         ("WIDEHOUSE_HBASE_HOST", "bad host", "host name or IP address"),
+        ("WIDEHOUSE_HBASE_SALT_BUCKETS", "0", "between 1 and 1000"),
+        ("WIDEHOUSE_HBASE_SALT_BUCKETS", "1001", "between 1 and 1000"),
+        ("WIDEHOUSE_HBASE_TABLE_PREFIX", "wh day", "optionally after a namespace"),
+        ("WIDEHOUSE_HBASE_ZOOKEEPER", "zk1", "host:port"),
+        ("WIDEHOUSE_HBASE_ZOOKEEPER", "zk1:0", "port must be a number"),
         ("WIDEHOUSE_SPARK_SHUFFLE_PARTITIONS", "0", "positive integer"),
         ("WIDEHOUSE_SPARK_UI", "maybe", "expected true or false"),
         ("WIDEHOUSE_SPARK_CONF", "spark.a=1;oops", "'oops' is not a key=value pair"),
@@ -455,6 +466,8 @@ def test_bad_values_name_the_variable(tmp_path: Path, name: str, value: str, exp
         ("WIDEHOUSE_PULSAR_SERVICE_URL", "pulsar://b1:6650,b2:6650"),
         ("WIDEHOUSE_PULSAR_ADMIN_URL", "http://[::1]:8090"),
         ("WIDEHOUSE_HBASE_HOST", "10.0.0.7"),
+        ("WIDEHOUSE_HBASE_TABLE_PREFIX", "ns:wh_"),
+        ("WIDEHOUSE_HBASE_ZOOKEEPER", "10.0.0.7:2181,[::1]:2181"),
     ],
 )
 def test_good_values_are_kept(name: str, value: str) -> None:

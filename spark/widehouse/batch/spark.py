@@ -142,16 +142,15 @@ def run_finalize(settings: Settings, request: FinalizeRequest, refresh_hbase: bo
 def _day_refresher(
     settings: Settings, client: ClickHouse, catalog: Catalog
 ) -> Callable[[dt.date], int] | None:
-    """Refreshes the HBase stream family of every daily table for a day (None until HBase day
-    tables exist in this build)."""
-    try:
-        from widehouse.batch.hbase_day import refresh_stream_family
-    except ImportError:
-        return None
+    """Refreshes the HBase stream family of every daily table for a day (creating a missing day
+    table pre-split); returns the rows written."""
+    from widehouse.hbase.day import refresh_stream_family
+    from widehouse.hbase.presplit import PresplitTool
 
     def refresh(day: dt.date) -> int:
+        presplit = PresplitTool.from_settings(settings)
         return sum(
-            refresh_stream_family(client, settings.hbase, table, day)
+            refresh_stream_family(client, settings.hbase, table, day, presplit=presplit).rows
             for table in catalog.wide_tables
             if table.grain == "day"
         )

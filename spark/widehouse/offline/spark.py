@@ -261,3 +261,23 @@ def _spark_name(type_name: str) -> str:
         "boolean": "boolean",
         "timestamp-ms": "timestamp",
     }[type_name]
+
+
+def missing_partitions(spark: SparkSession, table: WideTable, day: dt.date, database: str) -> list[str]:
+    """The Hive inputs of ``table``'s offline SQL that are missing for ``day``: ``<db>.<table>`` (no
+    table) or ``<db>.<table> partition dt=<day>`` (no partition of the day), in catalog order."""
+    if not _DB_RE.fullmatch(database):
+        raise ConfigError(f"Hive database {database!r} is not a plain lower-case identifier")
+    day_text = day.isoformat()
+    missing: list[str] = []
+    for hive_table in dict.fromkeys(t for source in table.offline for t in source.hive_tables):
+        name = f"{database}.{hive_table}"
+        if not spark.catalog.tableExists(name):
+            missing.append(name)
+            continue
+        found = spark.sql(
+            f"SHOW PARTITIONS `{database}`.`{hive_table}` PARTITION (dt='{day_text}')"
+        ).collect()
+        if not found:
+            missing.append(f"{name} partition dt={day_text}")
+    return missing

@@ -1,0 +1,76 @@
+"""The daily merge of a daily wide table through its HBase day table (``widehouse daily``).
+
+Steps for one day (each safe to repeat; a re-run, or a run after a crash at any point, publishes
+the same rows):
+
+1. **Preconditions**, before anything is written: every Hive table the offline SQL reads has the
+   day's partition (``dt=YYYY-MM-DD``), and the HBase Thrift server answers (the day table is
+   created pre-split on the salt buckets if missing). Either failing is a clear error naming the
+   partition or ``host:port``; nothing is written or published.
+2. **Stream family** ``s`` := ClickHouse ``<T>_merged`` for the day
+   (:func:`widehouse.hbase.day.refresh_stream_family`, also run by every hourly finalize).
+3. **Offline family** ``h`` := the catalog's offline Hive SQL for the day, written by Spark tasks,
+   one per salt bucket (:func:`widehouse.hbase.spark.write_offline_family`).
+4. **Extract**: one Spark task per salt bucket scans its prefix; a key seen only in the stream or
+   only in Hive still gets a row, the other half null (counts 0)
+   (:func:`widehouse.hbase.spark.extract_day`).
+5. **Publish** (:func:`widehouse.batch.publish.publish`): Delta ``silver/<T>`` and ClickHouse
+   ``<T>_final`` + the ledger row that makes the day visible. An HBase failure in steps 2-4 stops
+   the run before this step, so nothing of the day is published.
+
+The request and outcome live here (light); the use case is :func:`widehouse.batch.daily.spark.run_daily`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from widehouse.batch.publish import PublishResult
+    from widehouse.hbase.day import FamilyWrite
+
+DEFAULT_OFFLINE_DATABASE = "offline"
+STEPS = ("refresh-stream", "write-offline", "extract", "publish")
+
+
+@dataclass(frozen=True)
+class DailyRequest:
+    day: dt.date
+    table: str = "user_daily"
+    salt_buckets: int | None = None
+    """Overrides ``WIDEHOUSE_HBASE_SALT_BUCKETS`` (must match an existing day table's split)."""
+    offline_database: str = DEFAULT_OFFLINE_DATABASE
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+
+
+@dataclass(frozen=True)
+class DailyOutcome:
+    table: str
+    day: dt.date
+    hbase_table: str
+    buckets: int
+    stream: FamilyWrite
+    offline: FamilyWrite
+    extracted: int
+    published: PublishResult
+    seconds: dict[str, float]
+    """Wall time per step (``refresh-stream``, ``write-offline``, ``extract``, ``publish``)."""
+
+    def summary(self) -> str:
+        timing = ", ".join(f"{k} {v:.1f}s" for k, v in self.seconds.items())
+        return "\n".join(
+            [
+                f"{self.table} {self.day}: {self.published.rows} daily row(s) published "
+                f"(finalized_at {self.published.finalized_at.isoformat()})",
+                f"  HBase {self.hbase_table} ({self.buckets} salt buckets): family s <- {self.stream.rows} "
+                f"stream row(s) ({self.stream.pruned} pruned), family h <- {self.offline.rows} offline "
+                f"row(s) ({self.offline.pruned} pruned); extracted {self.extracted}",
+                f"  time: {timing}",
+            ]
+        )
+
+
+__all__ = ["DEFAULT_OFFLINE_DATABASE", "STEPS", "DailyOutcome", "DailyRequest"]

@@ -1,0 +1,210 @@
+"""The daily merge against real services: ClickHouse (the local service, a database per test),
+HBase through Thrift (a table prefix per test), Spark with Hive (a database per module) and Delta.
+
+Expected rows are the hand-written golden fixture (tests/golden/daily.yaml)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import settings_for
+from tests.integration import daily_support as support
+from widehouse import clickhouse, hbase
+from widehouse.batch.daily import DailyRequest
+from widehouse.batch.daily.spark import run_daily
+from widehouse.batch.spark import DeltaSilver, silver_path
+from widehouse.catalog import Catalog, load_catalog
+from widehouse.errors import HBaseError, MissingInputError
+from widehouse.hbase.keys import row_key
+from widehouse.settings import Settings
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+GOLDEN = support.fixture()
+DAY = dt.date.fromisoformat(GOLDEN["day"])
+BUCKETS = 4
+
+
+@pytest.fixture(scope="module")
+def hive_db(spark: Any, settings: Settings) -> Iterator[str]:
+    database = f"it_off_{uuid.uuid4().hex[:6]}"
+    catalog = load_catalog(settings.schemas_dir)
+    support.load_hive(spark, catalog.sql_dir, database, GOLDEN["hive"])
+    yield database
+    spark.sql(f"DROP DATABASE IF EXISTS `{database}` CASCADE")
+
+
+class Deployment:
+    """One test's ClickHouse database, HBase table prefix and Delta root, on the shared services."""
+
+    def __init__(self, base: Settings, root: Path, **env: str) -> None:
+        self.suffix = uuid.uuid4().hex[:6]
+        self.settings = settings_for(
+            base.state_dir,
+            WIDEHOUSE_CLICKHOUSE_DATABASE=f"it_daily_{self.suffix}",
+            WIDEHOUSE_HBASE_TABLE_PREFIX=f"it_{self.suffix}_",
+            WIDEHOUSE_HBASE_SALT_BUCKETS=str(BUCKETS),
+            WIDEHOUSE_DELTA_ROOT=str(root / "delta"),
+            **env,
+        )
+        self.catalog: Catalog = load_catalog(self.settings.schemas_dir)
+        self.client = clickhouse.connect(self.settings.clickhouse)
+
+    def run(self, spark: Any, hive_db: str, **kwargs: Any) -> Any:
+        request = DailyRequest(day=kwargs.pop("day", DAY), offline_database=hive_db)
+        silver = DeltaSilver(spark, self.settings.delta)
+        return run_daily(spark, self.settings, self.catalog, self.client, silver, request, **kwargs)
+
+    def silver(self, spark: Any, day: dt.date) -> list[dict[str, Any]]:
+        from delta.tables import DeltaTable
+
+        path = silver_path(self.settings.delta, "user_daily")
+        if not DeltaTable.isDeltaTable(spark, path):
+            return []
+        frame = spark.read.format("delta").load(path).where(f"day = date'{day.isoformat()}'")
+        return support.normalise(frame.toArrow().to_pylist())
+
+    def close(self, hbase_port: int | None = None) -> None:
+        self.client.command(f"DROP DATABASE IF EXISTS `{self.client.database}`")
+        self.client.close()
+        settings = self.settings.hbase
+        connection = hbase.connect(settings if hbase_port is None else _with_port(settings, hbase_port))
+        for name in connection.tables():
+            if name.decode().startswith(settings.table_prefix):
+                connection.delete_table(name, disable=True)
+        connection.close()
+
+
+def _with_port(settings: Any, port: int) -> Any:
+    import dataclasses
+
+    return dataclasses.replace(settings, port=port)
+
+
+@pytest.fixture
+def deployment(services: Settings, tmp_path: Path) -> Iterator[Deployment]:
+    deployment = Deployment(services, tmp_path)
+    from widehouse.stream.tables import ensure_clickhouse
+
+    ensure_clickhouse(deployment.client, deployment.catalog)
+    support.insert_stream(deployment.client, GOLDEN["stream"])
+    yield deployment
+    deployment.close()
+
+
+def test_golden_day_published_identically_twice(deployment: Deployment, spark: Any, hive_db: str) -> None:
+    table = deployment.catalog.table("user_daily")
+    expected = support.expected_rows(table, DAY, GOLDEN["expected"])
+
+    first = deployment.run(spark, hive_db)
+    assert first.published.rows == 5
+    assert (first.stream.rows, first.offline.rows) == (3, 4)  # 3 stream users; 4 Hive users
+    assert support.published(deployment.client, DAY) == expected
+    assert deployment.silver(spark, DAY) == expected
+
+    second = deployment.run(spark, hive_db)
+    assert (second.stream.pruned, second.offline.pruned) == (0, 0)
+    assert support.published(deployment.client, DAY) == expected
+    assert deployment.silver(spark, DAY) == expected
+    assert support.ledger_entries(deployment.client, DAY) == 2
+
+    # the HBase rows, by hand: salted keys, typed text, nulls absent
+    connection = hbase.connect(deployment.settings.hbase)
+    try:
+        day_table = connection.table(f"{deployment.settings.hbase.table_prefix}user_daily")
+        assert row_key(10000001, DAY, BUCKETS) == b"3|20261122|10000001"  # crc32 2074459403 mod 4
+        row = day_table.row(b"3|20261122|10000001")
+        assert row[b"s:logins"] == b"3"
+        assert row[b"s:first_login_at"] == b"1795338300250"  # 2026-11-22 09:05:00.250 UTC
+        assert row[b"h:is_anchor"] == b"true"
+        assert row[b"h:pay_refund_usd"] == b"0.99"
+        assert b"s:last_search_query" not in row
+        assert len(list(day_table.scan())) == 5
+    finally:
+        connection.close()
+
+
+def test_a_value_that_became_null_and_a_user_that_left_are_removed(
+    deployment: Deployment, spark: Any, hive_db: str
+) -> None:
+    table = deployment.catalog.table("user_daily")
+    deployment.run(spark, hive_db)
+    # the stream's data for the day changes: 10000003 disappears, 10000002 loses its country
+    deployment.client.command(
+        "ALTER TABLE user_daily_partial DELETE WHERE uid IN (10000002, 10000003) SETTINGS mutations_sync = 1"
+    )
+    support.insert_stream(deployment.client, [{"uid": 10000002, "hour": "2026-11-22 10:00:00", "logins": 1}])
+    again = deployment.run(spark, hive_db)
+    assert again.stream.pruned == 1
+    expected = support.expected_rows(table, DAY, GOLDEN["expected"])
+    for row in expected:
+        if row["uid"] == 10000002:
+            row["last_country"] = None
+    expected = [r for r in expected if r["uid"] != 10000003]
+    assert support.published(deployment.client, DAY) == expected
+    assert deployment.silver(spark, DAY) == expected
+
+
+def test_a_missing_hive_partition_is_named_and_nothing_is_published(
+    deployment: Deployment, spark: Any, hive_db: str
+) -> None:
+    day = dt.date(2026, 11, 23)
+    with pytest.raises(MissingInputError, match=rf"{hive_db}\.payments partition dt=2026-11-23") as info:
+        deployment.run(spark, hive_db, day=day)
+    assert f"{hive_db}.user_profile partition dt=2026-11-23" in str(info.value)
+    assert support.ledger_entries(deployment.client, day) == 0
+    assert deployment.silver(spark, day) == []
+
+
+def test_unreachable_hbase_is_named_and_nothing_is_published(
+    services: Settings, tmp_path: Path, spark: Any, hive_db: str
+) -> None:
+    deployment = Deployment(services, tmp_path, WIDEHOUSE_HBASE_PORT="1", WIDEHOUSE_HBASE_TIMEOUT_MS="2000")
+    try:
+        with pytest.raises(HBaseError, match=r"HBase Thrift server at 127\.0\.0\.1:1"):
+            deployment.run(spark, hive_db)
+        assert support.ledger_entries(deployment.client, DAY) == 0
+        assert deployment.silver(spark, DAY) == []
+    finally:
+        deployment.client.command(f"DROP DATABASE IF EXISTS `{deployment.client.database}`")
+        deployment.client.close()
+
+
+def test_thrift_killed_during_the_extract_fails_clearly_then_a_rerun_completes(
+    services: Settings, tmp_path: Path, spark: Any, hive_db: str
+) -> None:
+    thrift = support.PrivateThrift(services.local, tmp_path / "thrift")
+    thrift.start()
+    deployment = Deployment(services, tmp_path, WIDEHOUSE_HBASE_PORT=str(thrift.port))
+    try:
+        from widehouse.stream.tables import ensure_clickhouse
+
+        ensure_clickhouse(deployment.client, deployment.catalog)
+        support.insert_stream(deployment.client, GOLDEN["stream"])
+
+        def kill_at_extract(step: str) -> None:
+            if step == "extract":
+                thrift.kill()
+
+        with pytest.raises(HBaseError, match=rf"extracting .* failed: .*127\.0\.0\.1:{thrift.port}"):
+            deployment.run(spark, hive_db, step=kill_at_extract)
+        assert support.ledger_entries(deployment.client, DAY) == 0
+        assert deployment.silver(spark, DAY) == []
+        live = support.published(deployment.client, DAY)  # the stream's live rows, no offline half
+        assert [r["uid"] for r in live] == [10000001, 10000002, 10000003]
+        assert all(r["country"] is None for r in live)
+
+        thrift.start()
+        deployment.run(spark, hive_db)
+        expected = support.expected_rows(deployment.catalog.table("user_daily"), DAY, GOLDEN["expected"])
+        assert support.published(deployment.client, DAY) == expected
+        assert deployment.silver(spark, DAY) == expected
+    finally:
+        thrift.kill()
+        deployment.close(hbase_port=services.hbase.port)
