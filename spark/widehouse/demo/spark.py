@@ -386,6 +386,53 @@ def _batch(app: Any, catalog: Catalog, manifest: Manifest, result: DemoResult, s
             plan_path=settings.state_dir / "plan.json",
         )
         finalize_demo_hours(ctx, manifest, result, silver_rows, say)
+        _daily(app, catalog, manifest, result, ctx, say)
+
+
+def _daily(  # noqa: PLR0917 - the demo's pieces
+    app: Any, catalog: Catalog, manifest: Manifest, result: DemoResult, ctx: Any, say: Say
+) -> None:
+    """Offline Hive data for the demo's users and days, the daily merge through HBase, checks."""
+    import datetime as dt
+
+    from widehouse.batch.daily import DailyRequest
+    from widehouse.batch.daily.spark import run_daily
+    from widehouse.demo.batch import check_demo_days
+    from widehouse.offline.spark import OfflineSpec, generate_offline
+
+    settings, spark = app.settings, app.spark
+    days = sorted(
+        {
+            dt.datetime.fromtimestamp(ms / 1000, dt.UTC).date()
+            for _, ms in manifest.expected_rows("user_daily")
+        }
+    )
+    options = app_options(manifest)
+    spec = OfflineSpec(users=options["users"], days=tuple(days), seed=options["seed"], database=OFFLINE_DB)
+    written = generate_offline(spark, spec, catalog.sql_dir)
+    say(f"batch: offline Hive tables for {len(days)} day(s): {written}")
+
+    def hive_users(day: dt.date) -> set[int]:
+        query = " UNION ".join(
+            f"SELECT uid FROM {OFFLINE_DB}.{t} WHERE dt = '{day.isoformat()}'"
+            for t in ("payments", "user_profile", "social_graph")
+        )
+        return {int(r["uid"]) for r in spark.sql(query).collect()}
+
+    def run_day(day: dt.date) -> Any:
+        request = DailyRequest(day=day, offline_database=OFFLINE_DB)
+        return run_daily(spark, settings, catalog, ctx.client, ctx.silver, request)
+
+    check_demo_days(ctx, manifest, result, run_day, hive_users, say)
+
+
+OFFLINE_DB = "offline"
+
+
+def app_options(manifest: Manifest) -> dict[str, int]:
+    """The generator's users and seed, as the manifest recorded them."""
+    options = manifest.data.get("options", {})
+    return {"users": int(options.get("users", 5000)), "seed": int(options.get("seed", 7))}
 
 
 def _throughput(batches: list[Any], topic_rows: list[Any], result: DemoResult) -> None:
