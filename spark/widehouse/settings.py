@@ -304,6 +304,14 @@ def _parse_supervisor_mode(value: str) -> str:
     return value
 
 
+def _parse_control_topic(value: str) -> str | None:
+    if not value or value.lower() == "none":
+        return None
+    if not re.fullmatch(r"persistent://[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+/[A-Za-z0-9_.=-]+", value):
+        raise ValueError("must be persistent://<tenant>/<namespace>/<topic>, or empty (none) to publish nothing")
+    return value
+
+
 def _parse_file(value: str) -> Path | None:
     if not value:
         return None
@@ -458,6 +466,7 @@ def _parse_spark_master(value: str) -> str:
 
 STATE = "WIDEHOUSE_STATE_DIR"
 STREAM_SINKS = ("clickhouse", "delta")
+CONTROL_TOPIC_DEFAULT = "persistent://widehouse/control/watermarks"
 SUPERVISOR_MODES = ("local", "cluster")
 
 
@@ -910,6 +919,23 @@ VARIABLES: tuple[Variable[Any], ...] = (
         "before the app gives up (0 = fail at once).",
     ),
     Variable(
+        "WIDEHOUSE_STREAM_DEAD_LETTER",
+        False,
+        _parse_bool,
+        "stream.dead_letter",
+        "Streaming: also forward every quarantined message to its topic's dead-letter topic "
+        "<topic>-DLQ (same namespace), reason and origin as properties (true/false).",
+    ),
+    Variable(
+        "WIDEHOUSE_STREAM_CONTROL_TOPIC",
+        CONTROL_TOPIC_DEFAULT,
+        _parse_control_topic,
+        "stream.control_topic",
+        "Streaming: each slot group publishes its committed watermark here (JSON, one message per "
+        "batch; what the hourly event trigger watches); empty or `none` publishes nothing.",
+        blank_is_value=True,
+    ),
+    Variable(
         "WIDEHOUSE_AIRFLOW_PORT",
         8080,
         _parse_port,
@@ -1248,6 +1274,10 @@ class StreamSettings:
     sinks: tuple[str, ...] = _default("stream.sinks")
     stop_grace_seconds: float = _default("stream.stop_grace_seconds")
     max_restarts: int = _default("stream.max_restarts")
+    dead_letter: bool = _default("stream.dead_letter")
+    """Forward quarantined messages to ``<topic>-DLQ`` (:mod:`widehouse.stream.deadletter`)."""
+    control_topic: str | None = _default("stream.control_topic")
+    """Where groups publish committed watermarks (:mod:`widehouse.stream.control`); None: nowhere."""
 
     def checkpoint(self, group: str) -> str:
         """Checkpoint location of one slot group."""
