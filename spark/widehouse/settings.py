@@ -308,7 +308,7 @@ def _parse_control_topic(value: str) -> str | None:
     if not value or value.lower() == "none":
         return None
     if not re.fullmatch(r"persistent://[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+/[A-Za-z0-9_.=-]+", value):
-        raise ValueError("must be persistent://<tenant>/<namespace>/<topic>, or empty (none) to publish nothing")
+        raise ValueError("must be persistent://<tenant>/<namespace>/<topic>, or empty (none) for no events")
     return value
 
 
