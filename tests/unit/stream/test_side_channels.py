@@ -113,7 +113,8 @@ def test_watermark_event_from_the_group_row_and_back() -> None:
         (b'{"kind": "other"}', "not a watermark event"),
         (b'{"kind": "watermark", "app": "wh"}', "lacks or mistypes"),
         (
-            b'{"kind": "watermark", "app": "a", "group": "g", "batch_id": "x", "watermark_ms": 1, "topics": []}',
+            b'{"kind": "watermark", "app": "a", "group": "g", "batch_id": "x", '
+            b'"watermark_ms": 1, "topics": []}',
             "lacks or mistypes",
         ),
     ],
