@@ -58,7 +58,7 @@ def test_bad_messages_reach_their_dlq_once_across_a_replay(services: Settings, t
     )
     now = int(time.time() * 1000)
     oversize = b'{"uid": 1, "pad": "' + b"x" * 70_000 + b'"}'
-    ids = deployment.publish_messages(
+    published = deployment.publish_messages(
         [
             (LOGIN, "11", login(11, now), None),
             (LOGIN, "12", b"{oops", None),
@@ -67,6 +67,8 @@ def test_bad_messages_reach_their_dlq_once_across_a_replay(services: Settings, t
             (LOGIN, "14", login(14, now), None),
         ]
     )
+    # the client prints ids as "(ledger,entry,partition,batch)"; the stream writes "l:e:p:b"
+    ids = [p.strip("()").replace(",", ":") for p in published]
     topic = str(next(t.name for t in deployment.catalog.topics if t.origin == LOGIN))
     namespace = topic.split("://", 1)[1].rsplit("/", 1)[0]
     with PulsarAdmin(deployment.settings.pulsar) as admin:
