@@ -329,6 +329,14 @@ def _parse_supervisor_mode(value: str) -> str:
     return value
 
 
+def _parse_control_topic(value: str) -> str | None:
+    if not value or value.lower() == "none":
+        return None
+    if not re.fullmatch(r"persistent://[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+/[A-Za-z0-9_.=-]+", value):
+        raise ValueError("must be persistent://<tenant>/<namespace>/<topic>, or empty (none) for no events")
+    return value
+
+
 def _parse_file(value: str) -> Path | None:
     if not value:
         return None
@@ -483,6 +491,7 @@ def _parse_spark_master(value: str) -> str:
 
 STATE = "WIDEHOUSE_STATE_DIR"
 STREAM_SINKS = ("clickhouse", "delta")
+CONTROL_TOPIC_DEFAULT = "persistent://widehouse/control/watermarks"
 SUPERVISOR_MODES = ("local", "cluster")
 
 
@@ -976,6 +985,23 @@ VARIABLES: tuple[Variable[Any], ...] = (
         "Streaming: cap of the wait between restarts of a failed query.",
     ),
     Variable(
+        "WIDEHOUSE_STREAM_DEAD_LETTER",
+        False,
+        _parse_bool,
+        "stream.dead_letter",
+        "Streaming: also forward every quarantined message to its topic's dead-letter topic "
+        "<topic>-DLQ (same namespace), reason and origin as properties (true/false).",
+    ),
+    Variable(
+        "WIDEHOUSE_STREAM_CONTROL_TOPIC",
+        CONTROL_TOPIC_DEFAULT,
+        _parse_control_topic,
+        "stream.control_topic",
+        "Streaming: each slot group publishes its committed watermark here (JSON, one message per "
+        "batch; what the hourly event trigger watches); empty or `none` publishes nothing.",
+        blank_is_value=True,
+    ),
+    Variable(
         "WIDEHOUSE_AIRFLOW_PORT",
         8080,
         _parse_port,
@@ -1320,6 +1346,10 @@ class StreamSettings:
     max_restarts: int = _default("stream.max_restarts")
     restart_backoff_s: float = _default("stream.restart_backoff_s")
     restart_backoff_max_s: float = _default("stream.restart_backoff_max_s")
+    dead_letter: bool = _default("stream.dead_letter")
+    """Forward quarantined messages to ``<topic>-DLQ`` (:mod:`widehouse.stream.deadletter`)."""
+    control_topic: str | None = _default("stream.control_topic")
+    """Where groups publish committed watermarks (:mod:`widehouse.stream.control`); None: nowhere."""
 
     def __post_init__(self) -> None:
         if self.restart_backoff_s > self.restart_backoff_max_s:

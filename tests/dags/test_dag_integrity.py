@@ -65,6 +65,7 @@ def test_the_expected_dags(bag: dict[str, Any]) -> None:
     assert set(bag["dags"]) == {
         "widehouse_streams",
         "widehouse_hourly",
+        "widehouse_hourly_events",
         "widehouse_daily",
         "widehouse_replan",
         "widehouse_refinalize",
@@ -99,6 +100,14 @@ def test_hourly_fans_out_one_task_pair_per_hourly_table(bag: dict[str, Any]) -> 
     tasks = bag["dags"]["widehouse_hourly"]["tasks"]
     assert tasks == sorted([f"wait_{t}" for t in hourly] + [f"finalize_{t}" for t in hourly])
     assert bag["dags"]["widehouse_hourly"]["outlets"] == sorted(f"widehouse://final/{t}" for t in hourly)
+
+
+def test_the_event_driven_hourly_dag_watches_one_asset_per_hourly_table(bag: dict[str, Any]) -> None:
+    hourly = [t.name for t in load_catalog(ROOT / "schemas").wide_tables if t.grain == "hour"]
+    dag = bag["dags"]["widehouse_hourly_events"]
+    assert dag["tasks"] == sorted(f"finalize_{t}" for t in hourly)
+    assert dag["outlets"] == sorted(f"widehouse://final/{t}" for t in hourly)
+    assert dag["catchup"] is False and dag["sensor_modes"] == []
 
 
 def test_a_new_hourly_table_in_the_catalog_adds_its_tasks(tmp_path: Path) -> None:

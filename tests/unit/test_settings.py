@@ -98,6 +98,8 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     "WIDEHOUSE_STREAM_SINKS": ("delta", ("delta",)),
     "WIDEHOUSE_STREAM_STOP_GRACE_SECONDS": ("5", 5.0),
     "WIDEHOUSE_STREAM_MAX_RESTARTS": ("0", 0),
+    "WIDEHOUSE_STREAM_DEAD_LETTER": ("on", True),
+    "WIDEHOUSE_STREAM_CONTROL_TOPIC": ("persistent://ops/ctl/marks", "persistent://ops/ctl/marks"),
     "WIDEHOUSE_AIRFLOW_PORT": ("18080", 18080),
     "WIDEHOUSE_AIRFLOW_WORKER_LOG_PORT": ("18793", 18793),
     "WIDEHOUSE_AIRFLOW_TRIGGERER_LOG_PORT": ("18794", 18794),
@@ -421,6 +423,9 @@ def test_the_default_dsn_is_the_local_service() -> None:
         ("WIDEHOUSE_HIVE_WAREHOUSE", "/w`h", "backquote"),
         ("WIDEHOUSE_STREAM_APP", "Widehouse", "lowercase"),
         ("WIDEHOUSE_STREAM_SINKS", "clickhouse,kafka", "comma list"),
+        ("WIDEHOUSE_STREAM_DEAD_LETTER", "sometimes", "expected true or false"),
+        ("WIDEHOUSE_STREAM_CONTROL_TOPIC", "widehouse/control/watermarks", "persistent://"),
+        ("WIDEHOUSE_STREAM_CONTROL_TOPIC", "persistent://a/b", "persistent://"),
         ("WIDEHOUSE_TENANT_SUFFIX", "-x", "lowercase"),
         ("WIDEHOUSE_SUPERVISOR_MODE", "yarn", "expected one of local, cluster"),
         ("WIDEHOUSE_SUPERVISOR_MAX_FAILURES", "0", "positive integer"),
@@ -652,6 +657,14 @@ def test_airflow_defaults_keep_off_the_other_services(tmp_path: Path) -> None:
 
 def test_an_empty_connections_file_setting_means_none() -> None:
     assert load_settings({**BASE, "WIDEHOUSE_AIRFLOW_CONNECTIONS_FILE": ""}).airflow.connections_file is None
+
+
+def test_stream_publishing_defaults_and_the_empty_control_topic() -> None:
+    stream = load_settings(BASE).stream
+    assert stream.dead_letter is False
+    assert stream.control_topic == "persistent://widehouse/control/watermarks"
+    for off in ("", "none", "NONE"):
+        assert load_settings({**BASE, "WIDEHOUSE_STREAM_CONTROL_TOPIC": off}).stream.control_topic is None
 
 
 def test_an_airflow_port_taken_by_a_local_service_is_a_config_error() -> None:

@@ -157,6 +157,18 @@ def finalize(table: str, hours: list[dt.datetime], outlet: Any = None, **flags: 
     return _with_env(body)
 
 
+def finalize_from_events(table: str, triggering_asset_events: Any, outlet: Any = None) -> list[str]:
+    """Finalize the hours of ``table`` that the triggering watermark events name (none: nothing)."""
+    from widehouse.orchestration.watermark_watch import hours_in_events
+
+    extras = [e.extra for events in (triggering_asset_events or {}).values() for e in events]
+    hours = hours_in_events(table, extras)
+    if not hours:
+        log.info("%s: the triggering events name no hour of this table", table)
+        return []
+    return finalize(table, hours, outlet)
+
+
 def day_is_ready(day: dt.date) -> bool:
     """Sensor body: every hour of ``day`` is finalized and the day's Hive partitions exist."""
     from widehouse import clickhouse

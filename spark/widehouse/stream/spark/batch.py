@@ -79,6 +79,9 @@ class BatchWriter:
     clickhouse: Callable[[], ClickHouse]
     """Returns the process's ClickHouse client (created lazily, on the driver)."""
     faults: tuple[Fault, ...] = ()
+    after_commit: Callable[[pa.Table, list[dict[str, Any]], int], None] | None = None
+    """Called with (quarantine, progress rows, batch id) once sinks and progress are written
+    (dead letters, watermark events: :mod:`widehouse.stream.publishers`)."""
     plan: TransformPlan = field(init=False)
     fired: set[tuple[str, int]] = field(default_factory=set)
     idle: threading.Event = field(init=False)
@@ -155,6 +158,9 @@ class BatchWriter:
         progress = progress_rows(identity, stats, batch_log.metrics, planned_ms, started)
         self._write_progress(progress, counts, identity)
         clock.lap("progress")
+        if self.after_commit is not None:
+            self.after_commit(outputs.quarantine, progress, batch_id)
+            clock.lap("publish")
         self._raise_at("after-sinks", batch_id)
         totals = progress[-1]
         log.info(

@@ -29,6 +29,7 @@ from widehouse.catalog import Catalog, load_catalog
 from widehouse.errors import ConfigError
 from widehouse.settings import Settings
 from widehouse.stream.options import GroupSpec, RunOptions
+from widehouse.stream.publishers import StreamPublishers
 from widehouse.stream.restart import GiveUp, RestartBook, RestartPolicy
 from widehouse.stream.spark.batch import BatchWriter
 from widehouse.stream.spark.handover import start_after
@@ -66,6 +67,8 @@ class StreamApp:
         self._batches: dict[str, int] = {}  # last committed batch id seen per group
         self.failed: dict[str, str] = {}
         """Groups given up after ``max_restarts`` consecutive failures, with the reason."""
+        self.publishers = StreamPublishers(settings)
+        """Dead letters and watermark events after each committed batch (one Pulsar client)."""
         self.fired_faults: set[tuple[str, int]] = set()
         """Injected faults fire once per process, also across in-process query restarts."""
 
@@ -107,6 +110,7 @@ class StreamApp:
             clickhouse=self.clickhouse,
             faults=self.options.faults,
             fired=self.fired_faults,
+            after_commit=self.publishers.for_group(group.name, group.topics),
         )
         self.writers[group.name] = writer
         options = source_options(
@@ -173,6 +177,7 @@ class StreamApp:
                 time.sleep(0.5)
         finally:
             self.stop()
+            self.publishers.close()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
         return 1 if self.failed else 0
