@@ -25,6 +25,7 @@ from widehouse import clickhouse
 from widehouse.catalog import Catalog, load_catalog
 from widehouse.errors import ConfigError
 from widehouse.settings import Settings
+from widehouse.stream.bronze import BronzeWriter
 from widehouse.stream.options import GroupSpec, RunOptions
 from widehouse.stream.spark.batch import BatchWriter
 from widehouse.stream.tables import ensure_clickhouse
@@ -52,6 +53,8 @@ class StreamApp:
         self._spark = spark
         self._client: clickhouse.ClickHouse | None = None
         self._client_lock = threading.Lock()
+        self.bronze = BronzeWriter()
+        """The app's writer of the bronze Delta tables (delta-rs, from the driver)."""
         self._stop = threading.Event()
         self.queries: dict[str, Any] = {}
         self.writers: dict[str, BatchWriter] = {}
@@ -97,6 +100,7 @@ class StreamApp:
             sinks=stream.sinks,
             delta=self.settings.delta,
             clickhouse=self.clickhouse,
+            bronze=self.bronze,
             faults=self.options.faults,
             fired=self.fired_faults,
         )
@@ -126,12 +130,13 @@ class StreamApp:
         if "clickhouse" in self.settings.stream.sinks:
             self.clickhouse()  # create or migrate the tables once, before any batch
         if "delta" in self.settings.stream.sinks:
-            from widehouse.stream.spark.delta_tables import ensure_delta
+            from widehouse.stream.bronze import bronze_tables
             from widehouse.stream.transform import TransformPlan
 
             topics = [t for g in self.groups for t in g.topics]
             tables = TransformPlan.for_topics(self.catalog, topics).tables
-            ensure_delta(self.spark, self.catalog, self.settings.delta, tables)
+            for table in bronze_tables(self.catalog, self.settings.delta, tables).values():
+                self.bronze.ensure(table)  # created by the stream's delta-rs writer, the tables' only writer
         root = self.settings.stream.checkpoint_root
         if "://" not in root:
             Path(root).mkdir(parents=True, exist_ok=True)
