@@ -90,6 +90,7 @@ class StreamApp:
         stream = self.settings.stream
         register(self.spark)
         checkpoint = stream.checkpoint(group.name)
+        self._check_checkpoint(group, checkpoint)
         writer = BatchWriter(
             spark=self.spark,
             catalog=self.catalog,
@@ -125,6 +126,25 @@ class StreamApp:
         query = writer_stream.start()
         log.info("group %s: started (%d topics, checkpoint %s)", group.name, len(group.topics), checkpoint)
         return query
+
+    def _check_checkpoint(self, group: GroupSpec, checkpoint: str) -> None:
+        """Refuse a group whose sinks are ahead of its checkpoint (lost or reset; see stream.guard)."""
+        from widehouse.stream.bronze import bronze_tables
+        from widehouse.stream.guard import check_checkpoint, sink_positions
+        from widehouse.stream.spark.checkpoint import last_planned_batch
+        from widehouse.stream.transform import TransformPlan
+
+        stream = self.settings.stream
+        names = TransformPlan.for_topics(self.catalog, list(group.topics)).tables
+        sinks = sink_positions(
+            self.clickhouse() if "clickhouse" in stream.sinks else None,
+            self.bronze if "delta" in stream.sinks else None,
+            bronze_tables(self.catalog, self.settings.delta, names).values(),
+            stream.app,
+            group.name,
+        )
+        planned = last_planned_batch(self.spark, checkpoint)
+        check_checkpoint(stream.app, group.name, checkpoint, planned, sinks)
 
     def start(self) -> None:
         if "clickhouse" in self.settings.stream.sinks:
