@@ -124,7 +124,7 @@ def part_throughput(bench: Bench, events: int, budget: int) -> dict[str, Any]:
 def part_freshness(bench: Bench, rate: float, seconds: float) -> dict[str, Any]:
     from widehouse.generator.options import GenerateOptions
     from widehouse.generator.run import generate
-    from widehouse.stream.measure import figures
+    from widehouse.stream.measure import figures, freshness
 
     suffix = _suffix()
     settings = bench.settings("freshness", suffix=suffix, WIDEHOUSE_STREAM_TRIGGER_SECONDS="5")
@@ -172,6 +172,7 @@ def part_freshness(bench: Bench, rate: float, seconds: float) -> dict[str, Any]:
         "p95": run.freshness_p95,
         "max_lag": max((g["lag"] for g in timed), default=0),
         "mean_batch_s": run.batch_seconds / max(run.batches, 1),
+        "samples": freshness([r for r in topic_rows if r["batch_id"] > 0]),
     }
 
 
