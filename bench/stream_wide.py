@@ -46,10 +46,12 @@ class Bench:
     def settings(self, part: str, schemas: Path | None = None, **env: str) -> Any:
         from widehouse.settings import load_settings
 
+        # a database per run and part: the ClickHouse service is shared (other runs, other checkouts),
+        # and a sink that already holds this app's batches would (rightly) refuse a fresh checkpoint
         values = {
             **os.environ,
             "WIDEHOUSE_STATE_DIR": str(self.root / "state"),
-            "WIDEHOUSE_CLICKHOUSE_DATABASE": f"bench_{part}",
+            "WIDEHOUSE_CLICKHOUSE_DATABASE": f"bench_{part}_{env['suffix']}",
             "WIDEHOUSE_DELTA_ROOT": str(self.root / part / "delta"),
             "WIDEHOUSE_STREAM_CHECKPOINT_ROOT": str(self.root / part / "checkpoints"),
             "WIDEHOUSE_TENANT_SUFFIX": env.pop("suffix"),
