@@ -46,10 +46,12 @@ class Bench:
     def settings(self, part: str, schemas: Path | None = None, **env: str) -> Any:
         from widehouse.settings import load_settings
 
+        # a database per run and part: the ClickHouse service is shared (other runs, other checkouts),
+        # and a sink that already holds this app's batches would (rightly) refuse a fresh checkpoint
         values = {
             **os.environ,
             "WIDEHOUSE_STATE_DIR": str(self.root / "state"),
-            "WIDEHOUSE_CLICKHOUSE_DATABASE": f"bench_{part}",
+            "WIDEHOUSE_CLICKHOUSE_DATABASE": f"bench_{part}_{env['suffix']}",
             "WIDEHOUSE_DELTA_ROOT": str(self.root / part / "delta"),
             "WIDEHOUSE_STREAM_CHECKPOINT_ROOT": str(self.root / part / "checkpoints"),
             "WIDEHOUSE_TENANT_SUFFIX": env.pop("suffix"),
@@ -124,7 +126,7 @@ def part_throughput(bench: Bench, events: int, budget: int) -> dict[str, Any]:
 def part_freshness(bench: Bench, rate: float, seconds: float) -> dict[str, Any]:
     from widehouse.generator.options import GenerateOptions
     from widehouse.generator.run import generate
-    from widehouse.stream.measure import figures
+    from widehouse.stream.measure import figures, freshness
 
     suffix = _suffix()
     settings = bench.settings("freshness", suffix=suffix, WIDEHOUSE_STREAM_TRIGGER_SECONDS="5")
@@ -172,6 +174,7 @@ def part_freshness(bench: Bench, rate: float, seconds: float) -> dict[str, Any]:
         "p95": run.freshness_p95,
         "max_lag": max((g["lag"] for g in timed), default=0),
         "mean_batch_s": run.batch_seconds / max(run.batches, 1),
+        "samples": freshness([r for r in topic_rows if r["batch_id"] > 0]),
     }
 
 

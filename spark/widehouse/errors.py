@@ -45,6 +45,14 @@ class PlanError(WidehouseError):
     """The slot planner got input it cannot plan."""
 
 
+class DeltaError(WidehouseError):
+    """A Delta table the stream writes (delta-rs) cannot be created, read or appended to."""
+
+
+class CheckpointError(WidehouseError):
+    """A streaming group's checkpoint disagrees with what its sinks committed (lost or reset)."""
+
+
 class HBaseError(WidehouseError):
     """HBase through Thrift failed."""
 

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import uuid
+from pathlib import Path
+
 import pyarrow as pa
 import pytest
 
 from widehouse import clickhouse
 from widehouse.catalog import load_catalog
 from widehouse.settings import Settings
+from widehouse.stream.commits import ClickHouseLedger
 from widehouse.stream.progress import BatchIdentity
-from widehouse.stream.tables import QUARANTINE, QUARANTINE_SHAPE, ensure_clickhouse
+from widehouse.stream.tables import PROGRESS_SHAPE, QUARANTINE, QUARANTINE_SHAPE, ensure_clickhouse
 
 pytestmark = [pytest.mark.integration, pytest.mark.clickhouse]
 
@@ -49,3 +54,77 @@ def test_tables_are_created_once_and_replayed_batches_change_nothing(settings: S
     assert client.query(count).result_rows == [(2,)]
     client.insert(QUARANTINE, rows, BatchIdentity("dedup-test", "g", 6).token(QUARANTINE))  # new data
     assert client.query(count).result_rows == [(4,)]
+
+
+def _quarantine_rows(batch: int, ids: list[str]) -> pa.Table:
+    return pa.Table.from_pylist(
+        [
+            {"app": "ledger", "group": "g", "batch_id": batch, "topic": "persistent://t/n/x", "message_id": m,
+             "publish_time": dt.datetime(2024, 5, 1, 13, tzinfo=dt.UTC), "reason": "malformed_json",
+             "detail": "", "payload": b"{x", "payload_bytes": 2}
+            for m in ids
+        ],
+        schema=QUARANTINE_SHAPE.arrow_schema(),
+    )  # fmt: skip
+
+
+def _progress_row(batch: int) -> pa.Table:
+    at = dt.datetime(2024, 5, 1, 14, tzinfo=dt.UTC)
+    row = {"app": "ledger", "group": "g", "batch_id": batch, "topic": "*", "rows_in": 2, "rows_out": 0,
+           "bad": 2, "late": 0, "lag": 0, "max_event_time": None, "min_publish_time": at,
+           "max_publish_time": at, "batch_time": at, "committed_at": at, "duration_ms": 1,
+           "watermark": at}  # fmt: skip
+    return pa.Table.from_pylist([row], schema=PROGRESS_SHAPE.arrow_schema())
+
+
+def test_a_replay_after_the_dedup_window_expired_changes_nothing(tmp_path: Path) -> None:
+    from tests.conftest import settings_for
+
+    database = f"ledger_{uuid.uuid4().hex[:8]}"
+    client = clickhouse.connect(settings_for(tmp_path, WIDEHOUSE_CLICKHOUSE_DATABASE=database).clickhouse)
+    try:
+        ensure_clickhouse(client, load_catalog(settings_for(tmp_path).schemas_dir))
+        client.command(f"ALTER TABLE {QUARANTINE} MODIFY SETTING non_replicated_deduplication_window = 1")
+        count = "SELECT count() FROM quarantine WHERE app = 'ledger' AND group = 'g'"
+
+        def expire_window() -> None:  # another group's inserts push the batch's token out of the window
+            for n in range(3):
+                rows = _quarantine_rows(100 + n, [f"other-{n}"]).set_column(1, "group", pa.array(["h"]))
+                client.insert(QUARANTINE, rows, BatchIdentity("ledger", "h", 100 + n).token(QUARANTINE))
+
+        # tokens alone: a replay after the window expired counts twice (what the ledger prevents)
+        raw = BatchIdentity("ledger", "raw", 1)
+        raw_rows = _quarantine_rows(1, ["r1"]).set_column(1, "group", pa.array(["raw"]))
+        client.insert(QUARANTINE, raw_rows, raw.token(QUARANTINE))
+        expire_window()
+        client.insert(QUARANTINE, raw_rows, raw.token(QUARANTINE))
+        assert client.rows("SELECT count() FROM quarantine WHERE group = 'raw'") == [(2,)]
+
+        # batch 5 committed (data, then progress); the process dies; the window expires; batch 5 replays
+        ledger = ClickHouseLedger(lambda: client, "ledger", "g")
+        five = BatchIdentity("ledger", "g", 5)
+        assert ledger.begin(5) is True
+        ledger.insert(QUARANTINE, _quarantine_rows(5, ["a", "b"]), five)
+        ledger.commit(five, _progress_row(5))
+        expire_window()
+        restarted = ClickHouseLedger(lambda: client, "ledger", "g")
+        assert restarted.begin(5) is False
+        assert restarted.committed == 5
+        assert client.rows(count) == [(2,)]
+
+        # batch 6 cut short after its quarantine insert (no progress); a long outage; batch 6 replays
+        six = BatchIdentity("ledger", "g", 6)
+        assert restarted.begin(6) is True
+        restarted.insert(QUARANTINE, _quarantine_rows(6, ["c"]), six)
+        expire_window()
+        again = ClickHouseLedger(lambda: client, "ledger", "g")
+        assert again.begin(6) is True  # not committed: the batch runs, but skips what it wrote
+        assert again.insert(QUARANTINE, _quarantine_rows(6, ["c"]), six) == 0
+        again.commit(six, _progress_row(6))
+        assert client.rows(count) == [(3,)]
+        assert again.begin(7) is True  # the next batch is written normally
+        assert again.insert(QUARANTINE, _quarantine_rows(7, ["d"]), BatchIdentity("ledger", "g", 7)) == 1
+        assert client.rows(count) == [(4,)]
+    finally:
+        client.command(f"DROP DATABASE IF EXISTS `{database}`")
+        client.close()

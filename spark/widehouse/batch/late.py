@@ -37,7 +37,9 @@ class LatePartials:
 def late_partials(
     client: ClickHouse, catalog: Catalog, table: str, hour: dt.datetime, app: str
 ) -> LatePartials:
-    """Partial rows of ``table`` for ``hour`` from the hour's late events (event time in the hour)."""
+    """Partial rows of ``table`` for ``hour`` from the hour's late events (event time in the hour),
+    whichever app stored them (``app`` is the caller's; late events of a replaced app count too)."""
+    del app
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -49,10 +51,10 @@ def late_partials(
     # one row per message: a replayed batch may have stored a late event twice
     stored = client.arrow(
         f"SELECT topic, message_id, any(event_time) AS late_event_time, any(payload) AS late_payload, "
-        f"any(payload_bytes) AS late_payload_bytes FROM {LATE} WHERE app = {{app:String}} "
-        "AND topic IN {topics:Array(String)} AND event_time >= {a:DateTime64(3, 'UTC')} "
+        f"any(payload_bytes) AS late_payload_bytes FROM {LATE} "
+        "WHERE topic IN {topics:Array(String)} AND event_time >= {a:DateTime64(3, 'UTC')} "
         "AND event_time < {b:DateTime64(3, 'UTC')} GROUP BY topic, message_id ORDER BY topic, message_id",
-        {"app": app, "topics": topics, "a": sql_time(hour), "b": sql_time(hour + HOUR)},
+        {"topics": topics, "a": sql_time(hour), "b": sql_time(hour + HOUR)},
     )
     plan = TransformPlan.for_topics(catalog, topics)
     plan = TransformPlan(catalog, (table,), plan.payload_limit)

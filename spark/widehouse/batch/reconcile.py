@@ -103,20 +103,24 @@ class Reconciliation:
 
 
 def stream_side(client: ClickHouse, app: str, hour: dt.datetime) -> dict[str, tuple[int, int, int, int]]:
-    """Topic -> (counted in, valid, quarantined, late) of the stream for the hour's publish range."""
-    window = {"app": app, "a": sql_time(hour), "b": sql_time(hour + HOUR)}
+    """Topic -> (counted in, valid, quarantined, late) of the stream for the hour's publish range.
+
+    Every app of the database counts (an app id replaced after a lost checkpoint continues where
+    the old one stopped); ``app`` is kept for the callers' symmetry with the gate."""
+    del app
+    window = {"a": sql_time(hour), "b": sql_time(hour + HOUR)}
     counts = client.rows(
         f"SELECT topic, sum(rows_in), sum(rows_out) FROM {COUNTS} FINAL "
-        "WHERE app = {app:String} AND publish_hour = {a:DateTime64(3, 'UTC')} GROUP BY topic",
+        "WHERE publish_hour = {a:DateTime64(3, 'UTC')} GROUP BY topic",
         window,
     )
     quarantined = client.rows(
-        f"SELECT topic, uniqExact(message_id) FROM {QUARANTINE} WHERE app = {{app:String}} AND {_RANGE} "
+        f"SELECT topic, uniqExact(message_id) FROM {QUARANTINE} WHERE {_RANGE} "
         "AND NOT startsWith(message_id, 'merge:') GROUP BY topic",
         window,
     )
     late = client.rows(
-        f"SELECT topic, uniqExact(message_id) FROM {LATE} WHERE app = {{app:String}} AND {_RANGE} "
+        f"SELECT topic, uniqExact(message_id) FROM {LATE} WHERE {_RANGE} "
         "GROUP BY topic",
         window,
     )

@@ -42,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--starting-offsets",
         default="earliest",
-        help="where a new group starts: earliest (default) or latest",
+        help="where a new group starts: earliest (default), latest, or JSON per topic / partition",
     )
     parser.add_argument(
         "--fault", action="append", default=[], metavar="POINT@BATCH[:kill]", help=argparse.SUPPRESS

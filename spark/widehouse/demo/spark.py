@@ -45,6 +45,7 @@ from widehouse.stream.measure import figures
 from widehouse.stream.options import GroupSpec, RunOptions
 from widehouse.stream.tables import (
     COUNTS,
+    MARKS,
     GROUP_ROW,
     LATE,
     PROGRESS,
@@ -159,7 +160,7 @@ def _reset(settings: Settings, catalog: Catalog, demo_dir: Path, say: Say) -> No
         client.drop([names.view, names.merged, names.final, names.partial])
         shutil.rmtree(delta_partials(settings.delta, table.name), ignore_errors=True)
         shutil.rmtree(silver_path(settings.delta, table.name), ignore_errors=True)
-    client.drop([*SIDE_SHAPES, COUNTS, LEDGER, RECONCILIATION])
+    client.drop([*SIDE_SHAPES, COUNTS, MARKS, LEDGER, RECONCILIATION])
     for side in SIDE_SHAPES:
         shutil.rmtree(delta_side(settings.delta, side), ignore_errors=True)
 

@@ -43,6 +43,9 @@ def spark_conf(
         "spark.sql.streaming.metricsEnabled": "true",
         "spark.ui.showConsoleProgress": "false",
         "spark.databricks.delta.schema.autoMerge.enabled": "false",
+        # Spark's default, stated: a micro-batch's Python tasks (the pulsar reader, mapInArrow) reuse
+        # their worker processes, so the source's cached readers and clients survive across batches
+        "spark.python.worker.reuse": "true",
     }
     if spark.jars:
         conf["spark.jars"] = ",".join(spark.jars)

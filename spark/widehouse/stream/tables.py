@@ -14,6 +14,7 @@ quarantine          ``quarantine``                    ``bronze/quarantine`` (by 
 late events         ``late_events``                   ``bronze/late_events`` (by event date)
 progress            ``stream_progress``               ``bronze/stream_progress`` (by batch date)
 per-hour counts     ``stream_counts``                 (ClickHouse only: read by reconciliation)
+sink marks          ``stream_sink_marks``             (ClickHouse only: tables a batch has written)
 ==================  ================================  ===========================================
 
 Every table carries the app, group and batch id of the micro-batch that wrote it, so a row can be
@@ -122,10 +123,31 @@ the hourly reconciliation compares them with the broker and with the quarantine 
 replayed batch writes the same rows, which the engine collapses (read with ``FINAL``)."""
 
 
+MARKS = "stream_sink_marks"
+MARKS_SHAPE = Shape(
+    MARKS,
+    (
+        Col("app", "string", low_cardinality=True),
+        Col("group", "string", low_cardinality=True),
+        Col("batch_id", "uint64"),
+        Col("table", "string", low_cardinality=True),
+        Col("committed_at", "timestamp"),
+    ),
+    partition_by="committed_at",
+    order_by=("app", "group", "batch_id", "table"),
+    engine="ReplacingMergeTree",
+)
+"""One row per ClickHouse table a batch has written, inserted right after that table's insert. The
+group's last committed batch comes from ``stream_progress`` (written last); these marks tell, for the
+one batch a crash may have left half-written, which tables already hold it, so its replay skips them
+whatever happened to the deduplication window meanwhile (:mod:`widehouse.stream.commits`)."""
+
+
 def ensure_clickhouse(client: ClickHouse, catalog: Catalog) -> list[str]:
     """Create or migrate every ClickHouse object the stream writes: the catalog's wide tables (new
     catalog columns are added in place) and the side tables. Returns the statements run."""
-    return [*client.ensure_wide_tables(catalog), *client.ensure_shapes([*SIDE_SHAPES.values(), COUNTS_SHAPE])]
+    shapes = [*SIDE_SHAPES.values(), COUNTS_SHAPE, MARKS_SHAPE]
+    return [*client.ensure_wide_tables(catalog), *client.ensure_shapes(shapes)]
 
 
 def delta_partials(delta: DeltaSettings, table: str) -> str:

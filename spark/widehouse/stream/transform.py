@@ -32,7 +32,7 @@ from typing import Any
 import pyarrow as pa
 
 from widehouse.catalog import HOUR_MS, Catalog, WideTable
-from widehouse.catalog.semantics.fold import ColumnRule, WideRows, compile_rules, contribute, overflow
+from widehouse.catalog.semantics.fold import ColumnRule, WideRows, compile_rules, fold_event
 from widehouse.catalog.semantics.parse import Accepted, parse_event
 from widehouse.errors import CatalogError
 
@@ -231,11 +231,8 @@ class _Accumulator:
                     key=str(result.key),
                 )
                 continue
-            rejected = None
-            for rows, rules in plans:  # every table first: an event is folded everywhere or nowhere
-                rejected = overflow(rows, rules, result.key, result.event_ms, result.row, topic=topic_name)
-                if rejected is not None:
-                    break
+            # every table first: an event is folded everywhere or nowhere
+            rejected = fold_event(plans, result.key, result.event_ms, result.row, topic=topic_name)
             if rejected is not None:
                 stats[2] += 1
                 self._side(
@@ -252,8 +249,6 @@ class _Accumulator:
                 )
                 continue
             stats[1] += 1
-            for rows, rules in plans:
-                contribute(rows, rules, result.key, result.event_ms, result.row)
 
     def _side(  # noqa: PLR0917 - one row's fields, all named at the call sites
         self,

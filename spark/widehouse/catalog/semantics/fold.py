@@ -187,6 +187,47 @@ def contribute(
         WideRows.apply(state, rule.index, rule.agg, rule.value(row) if rule.value else None, event_ms)
 
 
+def fold_event(
+    plans: list[tuple[WideRows, list[ColumnRule]]],
+    key: Any,
+    event_ms: int,
+    row: Mapping[str, Any],
+    *,
+    topic: str,
+) -> Rejected | None:
+    """:func:`overflow` over every table of ``plans``, then :func:`contribute` to each, in one pass:
+    each filter and value is evaluated once. Returns the ``overflow`` rejection (and folds nothing)
+    if any ``sum`` would leave its type, else None (the event is folded into every table)."""
+    folds: list[tuple[WideRows, list[tuple[int, str, Any]]]] = []
+    for rows, rules in plans:
+        state = rows.rows.get((key, event_ms - event_ms % rows.period_ms))
+        changes: list[tuple[int, str, Any]] = []
+        pending: dict[int, Any] = {}
+        for rule in rules:
+            if rule.passes is not None and not rule.passes(row):
+                continue
+            value = rule.value(row) if rule.value is not None else None
+            if rule.agg == "sum" and value is not None:
+                index = rule.index
+                current = pending[index] if index in pending else (state[index] if state else None)
+                total = value if current is None else current + value
+                if not sum_in_range(total):
+                    column = rows.table.columns[index]
+                    return Rejected(
+                        OVERFLOW,
+                        f"{topic}: {rows.table.name}.{column.name} sum {current!r} + value {value!r} "
+                        f"= {total!r} is outside the {column.value_type} range; the event is not folded",
+                    )
+                pending[index] = total
+            changes.append((rule.index, rule.agg, value))
+        folds.append((rows, changes))
+    for rows, changes in folds:
+        state = rows.touch(key, event_ms)
+        for index, agg, value in changes:
+            WideRows.apply(state, index, agg, value, event_ms)
+    return None
+
+
 def aggregate(
     catalog: Catalog, events: Iterable[tuple[Topic, int | str, int, Mapping[str, Any]]]
 ) -> dict[str, dict[tuple[Any, Period], dict[str, Any]]]:

@@ -116,15 +116,42 @@ def parse_event(  # noqa: PLR0911 - one return per rejection reason, in contract
     return Accepted(row, row[topic.key], event_ms, verdict == "late")
 
 
+_SCALAR_CHECKS = {"long": INT64, "timestamp-ms": INT64, "int": INT32}
+_PLANS: dict[int, tuple[tuple[Field, ...], list[tuple[str, str, tuple[int, int] | None, Field]]]] = {}
+
+
+def _plan(fields: tuple[Field, ...]) -> list[tuple[str, str, tuple[int, int] | None, Field]]:
+    """(name, kind, integer range, field) per field, computed once per fields tuple."""
+    cached = _PLANS.get(id(fields))
+    if cached is None or cached[0] is not fields:
+        plan = [(f.name, f.type.kind, _SCALAR_CHECKS.get(f.type.kind), f) for f in fields]
+        cached = _PLANS[id(fields)] = (fields, plan)
+    return cached[1]
+
+
 def _object(
     fields: tuple[Field, ...], document: dict[str, Any], prefix: str, problem: list[str]
 ) -> dict[str, Any]:
     row: dict[str, Any] = {}
-    for field in fields:
-        value = _value(field.type, document.get(field.name), prefix + field.name, problem)
+    for name, kind, bounds, field in _plan(fields):
+        value = document.get(name)
+        # fast paths accept exactly the values _value accepts unchanged; anything else goes through it
+        if value is None:
+            pass
+        elif bounds is not None:
+            if type(value) is not int or not bounds[0] <= value <= bounds[1]:
+                value = _value(field.type, value, prefix + name, problem)
+        elif kind == "string":
+            if type(value) is not str:
+                value = _value(field.type, value, prefix + name, problem)
+        elif kind == "double":
+            if type(value) is not float or not math.isfinite(value):
+                value = _value(field.type, value, prefix + name, problem)
+        else:
+            value = _value(field.type, value, prefix + name, problem)
         if problem:
             return row
-        row[field.name] = value
+        row[name] = value
     return row
 
 

@@ -10,8 +10,11 @@
    with the catalog's merge functions (sum, min, max, first/last by event time), in Arrow; a partial
    sum that would overflow the merge is quarantined with reason ``overflow`` first (``merge.settle``).
 3. Sinks, each idempotent per (app, group, batch): ClickHouse ``<table>_partial``, quarantine and
-   late tables; Delta partials, quarantine and late tables; then the progress rows (per topic:
-   rows in/out, bad, late, lag, max event time, publish-time range; per group: the watermark).
+   late tables (skipped when the group already committed the batch, :mod:`widehouse.stream.commits`);
+   Delta partials, quarantine and late tables, appended from the driver with delta-rs
+   (:mod:`widehouse.stream.bronze`, no Spark job); then the per-hour counts and the progress rows
+   (per topic: rows in/out, bad, late, lag, max event time, publish-time range; per group: the
+   watermark), again without a Spark job.
 
 Progress rows and the group's watermark are computed by :mod:`widehouse.stream.progress`.
 """
@@ -36,8 +39,6 @@ from widehouse.stream.tables import (
     PROGRESS,
     PROGRESS_SHAPE,
     QUARANTINE,
-    delta_partials,
-    delta_side,
 )
 from widehouse.stream.transform import KIND_LATE, KIND_QUARANTINE, TransformPlan, output_schema, transform
 
@@ -48,9 +49,10 @@ if TYPE_CHECKING:
     from widehouse.clickhouse import ClickHouse
     from widehouse.settings import DeltaSettings
 
+from widehouse.stream.bronze import BronzeTable, BronzeWriter, bronze_tables, with_date, with_partials_meta
+from widehouse.stream.commits import ClickHouseLedger
 from widehouse.stream.options import Fault
 from widehouse.stream.progress import BatchIdentity, progress_rows
-from widehouse.stream.spark.sinks import append_delta
 
 log = logging.getLogger("widehouse.stream")
 
@@ -78,17 +80,25 @@ class BatchWriter:
     delta: DeltaSettings
     clickhouse: Callable[[], ClickHouse]
     """Returns the process's ClickHouse client (created lazily, on the driver)."""
+    bronze: BronzeWriter
+    """The app's delta-rs writer of the bronze tables (shared by its groups)."""
     faults: tuple[Fault, ...] = ()
     after_commit: Callable[[pa.Table, list[dict[str, Any]], int], None] | None = None
     """Called with (quarantine, progress rows, batch id) once sinks and progress are written
     (dead letters, watermark events: :mod:`widehouse.stream.publishers`)."""
     plan: TransformPlan = field(init=False)
+    bronze_tables: dict[str, BronzeTable] = field(init=False)
+    ledger: ClickHouseLedger = field(init=False)
     fired: set[tuple[str, int]] = field(default_factory=set)
+    timings: list[dict[str, float]] = field(default_factory=list)
+    """Per batch written by this writer: rows in and seconds per phase (benchmarks read them)."""
     idle: threading.Event = field(init=False)
     """Set while no micro-batch of this group is being written (a clean stop waits for it)."""
 
     def __post_init__(self) -> None:
         self.plan = TransformPlan.for_topics(self.catalog, list(self.topics))
+        self.bronze_tables = bronze_tables(self.catalog, self.delta, self.plan.tables)
+        self.ledger = ClickHouseLedger(self.clickhouse, self.app, self.group)
         self.idle = threading.Event()
         self.idle.set()
 
@@ -144,7 +154,8 @@ class BatchWriter:
         counts = merge.hour_counts(out, self.app, self.group, batch_id)
         clock.lap("merge")
         self._raise_at("before-sinks", batch_id)
-        if "clickhouse" in self.sinks:
+        write_clickhouse = "clickhouse" in self.sinks and self.ledger.begin(batch_id)
+        if write_clickhouse:
             self._write_clickhouse(outputs, identity)
             clock.lap("clickhouse")
         self._raise_at("after-clickhouse", batch_id)
@@ -156,13 +167,14 @@ class BatchWriter:
         # Spark records the planning time in every offset log; the batch start only stands in for an odd one
         planned_ms = batch_log.planned_ms or int(started * 1000)
         progress = progress_rows(identity, stats, batch_log.metrics, planned_ms, started)
-        self._write_progress(progress, counts, identity)
+        self._write_progress(progress, counts, identity, write_clickhouse)
         clock.lap("progress")
         if self.after_commit is not None:
             self.after_commit(outputs.quarantine, progress, batch_id)
             clock.lap("publish")
         self._raise_at("after-sinks", batch_id)
         totals = progress[-1]
+        self.timings.append({"batch_id": batch_id, "rows_in": totals["rows_in"], **dict(clock.laps)})
         log.info(
             "group %s batch %d: %d in, %d out, %d bad, %d late, lag %d, watermark %s, %.1fs (%s)",
             self.group,
@@ -179,75 +191,59 @@ class BatchWriter:
 
     # -- sinks -------------------------------------------------------------------------------
     def _write_clickhouse(self, outputs: BatchOutputs, identity: BatchIdentity) -> None:
+        """Each table's rows, unless this group already committed the batch (see ``commits``)."""
         from widehouse.clickhouse.ddl import table_names
 
-        client = self.clickhouse()
         for number, (name, data) in enumerate(outputs.partials.items()):
-            partial = table_names(self.catalog.table(name)).partial
-            client.insert(partial, data, identity.token(partial))
+            self.ledger.insert(table_names(self.catalog.table(name)).partial, data, identity)
             if number == 0:
                 self._raise_at("clickhouse-insert", identity.batch_id)  # a failure mid-batch
         for side, data in ((QUARANTINE, outputs.quarantine), (LATE, outputs.late)):
-            client.insert(side, data, identity.token(side))
+            self.ledger.insert(side, data, identity)
 
     def _write_delta(self, outputs: BatchOutputs, identity: BatchIdentity) -> None:
-        """Every Delta table of the batch, written concurrently (each commit is mostly waiting)."""
+        """Every bronze table of the batch from the driver with delta-rs (no Spark job), in parallel
+        threads; each append is skipped when the table already records this batch for the group."""
         from concurrent.futures import ThreadPoolExecutor
 
-        from pyspark.sql import functions as F  # noqa: N812
-
-        from widehouse.stream.spark.delta_tables import conform, partial_table_schema, side_table_schema
-
-        writes: list[tuple[DataFrame, str, str, list[str]]] = []
-        for name, data in outputs.partials.items():
-            if data.num_rows == 0:
-                continue
-            frame = self.spark.createDataFrame(data).select(
-                "*",
-                F.lit(identity.group).alias("wh_group"),
-                F.lit(identity.batch_id).alias("wh_batch_id"),
-                F.to_date("hour").alias("wh_date"),
-                F.hour("hour").alias("wh_hour"),
+        writes: list[tuple[BronzeTable, pa.Table]] = [
+            (self.bronze_tables[name], with_partials_meta(data, identity.group, identity.batch_id))
+            for name, data in outputs.partials.items()
+            if data.num_rows
+        ]
+        writes += [
+            (self.bronze_tables[name], with_date(data, when))
+            for name, data, when in (
+                (QUARANTINE, outputs.quarantine, "publish_time"),
+                (LATE, outputs.late, "event_time"),
             )
-            schema = partial_table_schema(self.catalog, name)
-            writes.append(
-                (conform(frame, schema), delta_partials(self.delta, name), name, ["wh_date", "wh_hour"])
-            )
-        for name, data, when in (
-            (QUARANTINE, outputs.quarantine, "publish_time"),
-            (LATE, outputs.late, "event_time"),
-        ):
-            if data.num_rows == 0:
-                continue
-            frame = self.spark.createDataFrame(data).withColumn("wh_date", F.to_date(when))
-            writes.append(
-                (conform(frame, side_table_schema(name)), delta_side(self.delta, name), name, ["wh_date"])
-            )
+            if data.num_rows
+        ]
         with ThreadPoolExecutor(max_workers=4, thread_name_prefix=f"delta-{identity.group}") as pool:
             futures = [
-                pool.submit(append_delta, frame, path, identity, table, parts)
-                for frame, path, table, parts in writes
+                pool.submit(
+                    self.bronze.append, table, data, identity.txn_app_id(table.name), identity.batch_id
+                )
+                for table, data in writes
             ]
             for future in futures:
                 future.result()
 
-    def _write_progress(self, rows: list[dict[str, Any]], counts: pa.Table, identity: BatchIdentity) -> None:
+    def _write_progress(
+        self, rows: list[dict[str, Any]], counts: pa.Table, identity: BatchIdentity, write_clickhouse: bool
+    ) -> None:
+        """Counts, then the progress rows (a batch's commit mark in each sink); no Spark job."""
         import pyarrow as pa
 
         table = pa.Table.from_pylist(rows, schema=PROGRESS_SHAPE.arrow_schema())
-        if "clickhouse" in self.sinks:
-            client = self.clickhouse()
-            if counts.num_rows:  # before progress: a committed batch always has its counts
-                client.insert(COUNTS, counts, identity.token(COUNTS))
-            client.insert(PROGRESS, table, identity.token(PROGRESS))
+        if write_clickhouse:
+            self.ledger.insert(COUNTS, counts, identity)  # before progress: a committed batch has its counts
+            self.ledger.commit(identity, table)
         if "delta" in self.sinks:
-            from pyspark.sql import functions as F  # noqa: N812
-
-            from widehouse.stream.spark.delta_tables import conform, side_table_schema
-
-            frame = self.spark.createDataFrame(table).withColumn("wh_date", F.to_date("batch_time"))
-            out = conform(frame, side_table_schema(PROGRESS))
-            append_delta(out, delta_side(self.delta, PROGRESS), identity, PROGRESS, ["wh_date"])
+            progress = self.bronze_tables[PROGRESS]
+            self.bronze.append(
+                progress, with_date(table, "batch_time"), identity.txn_app_id(PROGRESS), identity.batch_id
+            )
 
 
 class _Clock:

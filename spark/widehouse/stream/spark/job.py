@@ -28,6 +28,7 @@ from widehouse import clickhouse
 from widehouse.catalog import Catalog, load_catalog
 from widehouse.errors import ConfigError
 from widehouse.settings import Settings
+from widehouse.stream.bronze import BronzeWriter
 from widehouse.stream.options import GroupSpec, RunOptions
 from widehouse.stream.publishers import StreamPublishers
 from widehouse.stream.restart import GiveUp, RestartBook, RestartPolicy
@@ -58,6 +59,8 @@ class StreamApp:
         self._spark = spark
         self._client: clickhouse.ClickHouse | None = None
         self._client_lock = threading.Lock()
+        self.bronze = BronzeWriter()
+        """The app's writer of the bronze Delta tables (delta-rs, from the driver)."""
         self._stop = threading.Event()
         self.queries: dict[str, Any] = {}
         self.writers: dict[str, BatchWriter] = {}
@@ -98,6 +101,7 @@ class StreamApp:
         stream = self.settings.stream
         register(self.spark)
         checkpoint = stream.checkpoint(group.name)
+        self._check_checkpoint(group, checkpoint)
         writer = BatchWriter(
             spark=self.spark,
             catalog=self.catalog,
@@ -108,6 +112,7 @@ class StreamApp:
             sinks=stream.sinks,
             delta=self.settings.delta,
             clickhouse=self.clickhouse,
+            bronze=self.bronze,
             faults=self.options.faults,
             fired=self.fired_faults,
             after_commit=self.publishers.for_group(group.name, group.topics),
@@ -136,16 +141,36 @@ class StreamApp:
         log.info("group %s: started (%d topics, checkpoint %s)", group.name, len(group.topics), checkpoint)
         return query
 
+    def _check_checkpoint(self, group: GroupSpec, checkpoint: str) -> None:
+        """Refuse a group whose sinks are ahead of its checkpoint (lost or reset; see stream.guard)."""
+        from widehouse.stream.bronze import bronze_tables
+        from widehouse.stream.guard import check_checkpoint, sink_positions
+        from widehouse.stream.spark.checkpoint import last_planned_batch
+        from widehouse.stream.transform import TransformPlan
+
+        stream = self.settings.stream
+        names = TransformPlan.for_topics(self.catalog, list(group.topics)).tables
+        sinks = sink_positions(
+            self.clickhouse() if "clickhouse" in stream.sinks else None,
+            self.bronze if "delta" in stream.sinks else None,
+            bronze_tables(self.catalog, self.settings.delta, names).values(),
+            stream.app,
+            group.name,
+        )
+        planned = last_planned_batch(self.spark, checkpoint)
+        check_checkpoint(stream.app, group.name, checkpoint, planned, sinks)
+
     def start(self) -> None:
         if "clickhouse" in self.settings.stream.sinks:
             self.clickhouse()  # create or migrate the tables once, before any batch
         if "delta" in self.settings.stream.sinks:
-            from widehouse.stream.spark.delta_tables import ensure_delta
+            from widehouse.stream.bronze import bronze_tables
             from widehouse.stream.transform import TransformPlan
 
             topics = [t for g in self.groups for t in g.topics]
             tables = TransformPlan.for_topics(self.catalog, topics).tables
-            ensure_delta(self.spark, self.catalog, self.settings.delta, tables)
+            for table in bronze_tables(self.catalog, self.settings.delta, tables).values():
+                self.bronze.ensure(table)  # created by the stream's delta-rs writer, the tables' only writer
         root = self.settings.stream.checkpoint_root
         if "://" not in root:
             Path(root).mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,278 @@
+"""Issue 15's targets side by side: the stream's figures now vs the issue's "before" and its target.
+
+Runs on this machine with the local services (Pulsar, the ClickHouse service, Delta on local disk):
+
+- **drain**: publish N demo-catalog events (42 topics, 1% bad, 0.5% late) once, then drain them with
+  two slot groups in one app, both sinks, at the default admission budget, and again (a new app id,
+  from the earliest message) with 20,000-message batches; events/s inside batches, exact check;
+- **fixed cost**: the same topics drained by a third app with 1-message batches: the median batch
+  (read, transform, merge, both sinks, progress rows);
+- **topics**: 1,000 topics in one app (a synthetic catalog, ``bench.stream_wide``'s part);
+- **freshness** (``--freshness``; slow): publish at ``--rate`` for ``--seconds`` with the generator
+  co-located, 5 s trigger;
+- **CPU per event**: the transform (parse + classify + fold) in this process (``bench.transform``);
+  reading from Pulsar is not included.
+
+Prints the table (figure, before, now, target, met) and writes PNG plots beside the JSON results:
+events/s over time per group, per-phase batch cost before and after, freshness distribution.
+
+    python -m bench stream_targets [--events 150000] [--freshness --rate 10000 --seconds 60] [--no-topics]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import machine, save, table
+from bench.stream_wide import Bench, _check, _progress, _suffix, part_freshness, part_topics
+
+CORES = os.cpu_count() or 1
+BEFORE_PHASES_50K = {"read+transform": 1.95, "merge": 0.25, "clickhouse": 0.1, "delta": 5.95, "progress": 1.3}
+"""Seconds per phase of a 50,000-event batch before issue 15 (NOTES.md, issue 6: medians of the ranges)."""
+
+TARGETS: list[tuple[str, str, str, str, float, bool]] = [
+    # key, figure, before, target text, target value, higher is better
+    ("drain_default", "drain, demo catalog, 2 groups, default batch, both sinks (ev/s in batches)",
+     "28,479", ">= 80,000", 80_000, True),
+    ("drain_20k", "drain with 20,000-message batches (ev/s in batches)", "3,833", ">= 40,000", 40_000, True),
+    ("topics_1000", "1,000 topics in one app, both sinks (ev/s in batches)", "2,648", ">= 20,000", 20_000,
+     True),
+    ("fixed_cost", "fixed cost of a 1-message batch incl. progress (s)", "~4-6", "<= 0.7", 0.7, False),
+    ("freshness_p95", "freshness p95 at --rate ev/s, 5 s trigger (s)", "18 (at 1k ev/s)", "<= 10", 10, False),
+    ("cpu_us", "CPU per event, parse + classify + fold (core-µs; read not included)", "~40-50 (with read)",
+     "<= 12", 12, False),
+    ("idiomatic_ratio", "vs per-topic from_json + unionByName + groupBy (ratio)", "not measured", ">= 3x", 3,
+     True),
+]  # fmt: skip
+
+
+def _drain(
+    bench: Bench, name: str, suffix: str, topics: list[str], groups: int, **env: str
+) -> dict[str, Any]:
+    """Drain ``topics`` (already published) with a new app of ``groups`` slot groups."""
+    from widehouse.stream.measure import figures
+    from widehouse.stream.options import GroupSpec, RunOptions
+    from widehouse.stream.spark.job import StreamApp
+
+    settings = bench.settings("drain", suffix=suffix, WIDEHOUSE_STREAM_APP=name, **env)
+    split = [tuple(topics[i::groups]) for i in range(groups)]
+    app = StreamApp(
+        settings, [GroupSpec(f"g{i + 1:03d}", t) for i, t in enumerate(split)], RunOptions(available_now=True)
+    )
+    writers: dict[str, Any] = {}
+    started = time.monotonic()
+    app.start()
+    writers.update(app.writers)
+    try:
+        while app.queries:
+            app.supervise()
+            writers.update(app.writers)
+            time.sleep(0.2)
+    finally:
+        app.stop()
+    assert not app.failed, app.failed
+    groups_rows, topic_rows = _progress(app)
+    mine = [g for g in groups_rows if g["app"] == name]
+    run = figures(mine, [r for r in topic_rows if r["app"] == name])
+    timings = [t for w in writers.values() for t in w.timings if t["rows_in"]]
+    return {
+        "app": name,
+        "events": run.messages,
+        "batches": run.batches,
+        "app_s": time.monotonic() - started,
+        "batch_rate": run.batch_rate,
+        "wall_rate": run.wall_rate,
+        "median_batch_s": statistics.median(g["duration_ms"] / 1000 for g in mine if g["rows_in"])
+        if mine
+        else 0,
+        "timings": timings,
+        "series": [
+            {
+                "group": g["group"],
+                "t": g["committed_at"].timestamp(),
+                "rows": g["rows_in"],
+                "s": g["duration_ms"] / 1000,
+            }
+            for g in mine
+            if g["rows_in"]
+        ],
+        "app_obj": app,
+    }
+
+
+def measure(args: argparse.Namespace, bench: Bench) -> dict[str, Any]:
+    from bench.transform import run_once, source_batches
+    from widehouse.generator.options import GenerateOptions
+    from widehouse.generator.run import generate
+
+    now: dict[str, Any] = {}
+    suffix = _suffix()
+    settings = bench.settings("drain", suffix=suffix)
+    manifest = generate(
+        settings,
+        GenerateOptions(count=args.events, rate=0, users=5000, tenant_suffix=suffix, create_topics=True),
+    )
+    topics = sorted(manifest.published_name(t) for t in manifest.topics)
+    default = _drain(bench, "tdefault", suffix, topics, 2)
+    now["drain_default"] = default["batch_rate"]
+    now["drain_default_check"] = _check(default.pop("app_obj"), manifest)
+    small = _drain(bench, "t20k", suffix, topics, 2, WIDEHOUSE_STREAM_MAX_MESSAGES="20000")
+    now["drain_20k"] = small["batch_rate"]
+    small.pop("app_obj")
+    few = _suffix()  # a few messages on fresh topics, drained one message per batch
+    generate(
+        bench.settings("drain", suffix=few),
+        GenerateOptions(count=args.one_batches, rate=0, users=50, tenant_suffix=few, create_topics=True),
+    )
+    from widehouse.catalog import load_catalog
+
+    few_topics = [str(t.name) for t in load_catalog(settings.schemas_dir).relocated(few).topics]
+    one = _drain(bench, "tone", few, few_topics, 1, WIDEHOUSE_STREAM_MAX_MESSAGES="1")
+    one.pop("app_obj")
+    tiny = [t for t in one["timings"] if t["rows_in"] == 1][1:]  # the first batch also subscribes
+    now["fixed_cost"] = statistics.median(
+        sum(v for k, v in t.items() if k not in {"batch_id", "rows_in"}) for t in tiny
+    )
+    now["fixed_cost_phases"] = {
+        k: statistics.median(t[k] for t in tiny) for k in tiny[0] if k not in {"batch_id", "rows_in"}
+    }
+    if args.topics:
+        rows = part_topics(bench, [1000], args.topic_events)
+        now["topics_1000"] = rows[0]["rate"]
+        now["topics_1000_check"] = rows[0]["check"]
+    if args.freshness:
+        fresh = part_freshness(bench, args.rate, args.seconds)
+        now["freshness_p95"] = fresh["p95"]
+        now["freshness"] = fresh
+    catalog, batches = source_batches(100_000)
+    cpu = statistics.median(run_once(catalog, batches)[0] for _ in range(3))
+    now["cpu_us"] = cpu / sum(b.num_rows for b in batches) * 1e6
+    now["runs"] = {"default": default, "20k": small, "one": one}
+    return now
+
+
+def render(now: dict[str, Any], rate: float) -> str:
+    rows = []
+    for key, figure, before, target, value, higher in TARGETS:
+        got = now.get(key)
+        if got is None:
+            rows.append((figure.replace("--rate", f"{rate:g}"), before, "not measured", target, "-"))
+            continue
+        met = got >= value if higher else got <= value
+        rows.append((figure.replace("--rate", f"{rate:g}"), before, got, target, "yes" if met else "no"))
+    return table(
+        "\nissue 15 targets (2-core box shared with other engineers' jobs)",
+        ("figure", "before", "now", "target", "met"),
+        rows,
+    )
+
+
+def plots(now: dict[str, Any], stem: Path) -> list[Path]:
+    """PNG plots beside the JSON results; returns their paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for label, run in now["runs"].items():
+        series = sorted(run["series"], key=lambda r: r["t"])
+        for group in sorted({r["group"] for r in series}):
+            points = [r for r in series if r["group"] == group]
+            if not points:
+                continue
+            t0 = points[0]["t"] - points[0]["s"]
+            ax.plot(
+                [p["t"] - t0 for p in points],
+                [p["rows"] / max(p["s"], 1e-3) for p in points],
+                marker="o",
+                label=f"{label} {group}",
+            )
+    ax.set_xlabel("seconds since the group's first batch")
+    ax.set_ylabel("events/s inside the batch")
+    ax.set_title("Drain: events/s per micro-batch, per group")
+    ax.legend(fontsize=7)
+    path = stem.with_name(stem.name + "-rate.png")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    written.append(path)
+
+    timings = [t for t in now["runs"]["default"]["timings"] if t["rows_in"] >= 20_000]
+    phases = list(BEFORE_PHASES_50K)
+    after = {
+        p: statistics.median(t.get(p, 0.0) / t["rows_in"] * 50_000 for t in timings) if timings else 0.0
+        for p in phases
+    }
+    fig, ax = plt.subplots(figsize=(7, 4))
+    bottom_before = bottom_after = 0.0
+    for phase in phases:
+        ax.bar(0, BEFORE_PHASES_50K[phase], bottom=bottom_before, label=phase)
+        ax.bar(1, after[phase], bottom=bottom_after, color=ax.patches[-1].get_facecolor())
+        bottom_before += BEFORE_PHASES_50K[phase]
+        bottom_after += after[phase]
+    ax.set_xticks([0, 1], ["before (NOTES, issue 6)", "now (scaled to 50k events)"])
+    ax.set_ylabel("seconds per 50,000-event batch")
+    ax.set_title("Per-phase cost of a micro-batch")
+    ax.legend(fontsize=8)
+    path = stem.with_name(stem.name + "-phases.png")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    written.append(path)
+
+    if "freshness" in now:
+        samples = now["freshness"]["samples"]
+        fig, ax = plt.subplots(figsize=(7, 4))
+        ax.hist(samples, bins=40)
+        ax.axvline(10, color="red", linestyle="--", label="target p95 10 s")
+        ax.set_xlabel("freshness: publish -> committed in both sinks (s)")
+        ax.set_ylabel("messages (weighted samples)")
+        ax.legend()
+        path = stem.with_name(stem.name + "-freshness.png")
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        written.append(path)
+    plt.close("all")
+    return written
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench stream_targets", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--events", type=int, default=150_000)
+    parser.add_argument("--one-batches", type=int, default=8, help="1-message batches to time")
+    parser.add_argument("--no-topics", dest="topics", action="store_false", help="skip the 1,000-topic run")
+    parser.add_argument("--topic-events", type=int, default=30_000)
+    parser.add_argument("--freshness", action="store_true", help="also measure freshness (slow)")
+    parser.add_argument("--rate", type=float, default=10_000.0)
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--log-batches", action="store_true")
+    args = parser.parse_args(argv)
+    if args.log_batches:
+        import logging
+
+        logging.basicConfig(format="%(asctime)s %(name)s %(message)s")
+        logging.getLogger("widehouse.stream").setLevel(logging.INFO)
+    root = Path(tempfile.mkdtemp(prefix="widehouse-bench-targets-"))
+    print(f"machine: {machine()}; load average {os.getloadavg()[0]:.1f}; state in {root}")
+    try:
+        now = measure(args, Bench(root))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    print(render(now, args.rate))
+    print(f"\nfixed cost phases (median of the 1-message batches, s): {now['fixed_cost_phases']}")
+    checks = (now.get("drain_default_check"), now.get("topics_1000_check", "-"))
+    print(f"drain check: {checks[0]}; 1,000 topics check: {checks[1]}")
+    path = save("stream_targets", now)
+    for plot in plots(now, path.with_suffix("")):
+        print(f"plot: {plot}")
+    print(f"saved {path}")
+    return 0

@@ -1,0 +1,142 @@
+"""What a slot group has committed to ClickHouse, so a replayed batch is a no-op whatever the downtime.
+
+ClickHouse deduplicates a replayed insert only while its token is among the table's last
+``non_replicated_deduplication_window`` insert blocks, a window every group writing the table shares:
+with hundreds of groups it lasts minutes, and a group down for longer would count a replay twice.
+So the sink does not rely on it:
+
+- the group's **last committed batch** is the largest ``batch_id`` of its ``stream_progress`` rows
+  (written last, after every other sink), read once when the group's first batch runs and then kept
+  in memory; a batch at or below it is skipped entirely;
+- the first batch after that may have been cut short by a crash: ``stream_sink_marks`` names the
+  tables that already hold it (a mark is inserted right after each table's insert), and its replay
+  skips those.
+
+Inserts still carry their deduplication token and ``async_insert=0``, a second line of defence for a
+crash between an insert and its mark.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from widehouse.stream.progress import BatchIdentity
+from widehouse.stream.tables import MARKS, MARKS_SHAPE, PROGRESS
+
+if TYPE_CHECKING:
+    from widehouse.clickhouse import ClickHouse
+
+log = logging.getLogger("widehouse.stream")
+
+_LAST_PROGRESS = (
+    f"SELECT max(batch_id), count() FROM {PROGRESS} WHERE app = {{app:String}} AND `group` = {{group:String}}"
+)
+_LAST_MARK = (
+    f"SELECT max(batch_id), count() FROM {MARKS} WHERE app = {{app:String}} AND `group` = {{group:String}}"
+)
+_MARKED = (
+    f"SELECT DISTINCT `table` FROM {MARKS} "
+    "WHERE app = {app:String} AND `group` = {group:String} AND batch_id = {batch:UInt64}"
+)
+
+
+def last_batch(client: ClickHouse, sql: str, app: str, group: str) -> int | None:
+    """``max(batch_id)`` of a query over (app, group) rows; None when there are none."""
+    rows = client.rows(sql, {"app": app, "group": group})
+    top, count = rows[0] if rows else (None, 0)
+    return int(top) if count else None
+
+
+def last_committed(client: ClickHouse, app: str, group: str) -> int | None:
+    """The group's last batch whose progress rows are in ClickHouse (None: none yet)."""
+    return last_batch(client, _LAST_PROGRESS, app, group)
+
+
+def last_written(client: ClickHouse, app: str, group: str) -> int | None:
+    """The largest batch id of (app, group) anywhere in ClickHouse: progress rows or sink marks."""
+    found = [
+        b
+        for b in (last_committed(client, app, group), last_batch(client, _LAST_MARK, app, group))
+        if b is not None
+    ]
+    return max(found) if found else None
+
+
+@dataclass
+class ClickHouseLedger:
+    """The ClickHouse sink of one slot group: skips what is already committed, marks what it writes.
+
+    One per group and query run (a restarted query gets a new one, which reads the state again).
+    """
+
+    client: Callable[[], ClickHouse]
+    app: str
+    group: str
+    committed: int | None = None
+    """The group's last committed batch, once :meth:`begin` has read it."""
+    _loaded: bool = False
+    _written: set[str] = field(default_factory=set)
+    """Tables that already hold the batch in flight."""
+
+    def begin(self, batch_id: int) -> bool:
+        """Start ``batch_id``; False when it is already committed (the whole batch is skipped)."""
+        client = self.client()
+        first = not self._loaded
+        if first:
+            self.committed = last_committed(client, self.app, self.group)
+            self._loaded = True
+        if self.committed is not None and batch_id <= self.committed:
+            log.info(
+                "group %s batch %d: already committed to ClickHouse (last %d); skipped",
+                self.group,
+                batch_id,
+                self.committed,
+            )
+            return False
+        self._written = set()
+        if first:  # only the first batch of a run can have been cut short by a crash
+            rows = client.rows(_MARKED, {"app": self.app, "group": self.group, "batch": batch_id})
+            self._written = {str(r[0]) for r in rows}
+            if self._written:
+                log.info(
+                    "group %s batch %d: replay after a crash; %s already written, skipped",
+                    self.group,
+                    batch_id,
+                    ", ".join(sorted(self._written)),
+                )
+        return True
+
+    def insert(self, table: str, data: pa.Table, identity: BatchIdentity) -> int:
+        """Insert the batch's rows of ``table`` (unless already there), then mark the table written."""
+        if table in self._written or data.num_rows == 0:
+            return 0
+        client = self.client()
+        sent = client.insert(table, data, identity.token(table))
+        mark = pa.Table.from_pylist(
+            [
+                {
+                    "app": identity.app,
+                    "group": identity.group,
+                    "batch_id": identity.batch_id,
+                    "table": table,
+                    "committed_at": dt.datetime.now(dt.UTC),
+                }
+            ],
+            schema=MARKS_SHAPE.arrow_schema(),
+        )
+        client.insert(MARKS, mark, identity.token(f"{MARKS}:{table}"))
+        self._written.add(table)
+        return sent
+
+    def commit(self, identity: BatchIdentity, progress: pa.Table) -> None:
+        """Write the progress rows (the batch's commit in ClickHouse) and remember the batch."""
+        if PROGRESS not in self._written:
+            self.client().insert(PROGRESS, progress, identity.token(PROGRESS))
+        self.committed = identity.batch_id
+        self._written = set()
