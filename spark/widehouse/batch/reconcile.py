@@ -120,8 +120,7 @@ def stream_side(client: ClickHouse, app: str, hour: dt.datetime) -> dict[str, tu
         window,
     )
     late = client.rows(
-        f"SELECT topic, uniqExact(message_id) FROM {LATE} WHERE {_RANGE} "
-        "GROUP BY topic",
+        f"SELECT topic, uniqExact(message_id) FROM {LATE} WHERE {_RANGE} GROUP BY topic",
         window,
     )
     result: dict[str, list[int]] = {}

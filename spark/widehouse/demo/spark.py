@@ -45,9 +45,9 @@ from widehouse.stream.measure import figures
 from widehouse.stream.options import GroupSpec, RunOptions
 from widehouse.stream.tables import (
     COUNTS,
-    MARKS,
     GROUP_ROW,
     LATE,
+    MARKS,
     PROGRESS,
     QUARANTINE,
     SIDE_SHAPES,
