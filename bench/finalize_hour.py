@@ -107,6 +107,8 @@ def main(argv: list[str]) -> int:
                 outcome = finalize_hour(ctx, FinalizeRequest("user_hourly", hour, force=True))
                 seconds = time.perf_counter() - started
                 rows.append([label, outcome.published.rows, round(seconds, 2)])
+                steps = ", ".join(f"{k} {v:g}s" for k, v in outcome.seconds.items())
+                print(f"{label}: {steps}")
         rows.insert(0, ["load partial rows (not part of finalize)", data.num_rows, round(load_s, 2)])
         for row in rows:
             row.append(round(int(row[1]) / float(row[2])) if float(row[2]) else "")  # type: ignore[arg-type]

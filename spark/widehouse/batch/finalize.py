@@ -21,6 +21,7 @@ import datetime as dt
 import logging
 import os
 import signal
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -67,6 +68,8 @@ class FinalizeOutcome:
     published: PublishResult
     late: LatePartials | None = None
     hbase_rows: int | None = None
+    seconds: dict[str, float] = field(default_factory=dict)
+    """Wall time per step (ensure tables, gate, reconcile, final rows, publish, hbase)."""
 
     def summary(self) -> str:
         lines = [
@@ -100,6 +103,7 @@ class BatchContext:
 
 def finalize_hour(ctx: BatchContext, request: FinalizeRequest) -> FinalizeOutcome:
     """Finalize one hour (see the module docstring). Raises NotReadyError / ReconciliationError."""
+    laps = _Laps()
     table = ctx.catalog.table(request.table)
     if table.grain != "hour":
         raise ConfigError(f"--table {table.name} has grain {table.grain!r}: finalize takes hourly tables")
@@ -108,7 +112,9 @@ def finalize_hour(ctx: BatchContext, request: FinalizeRequest) -> FinalizeOutcom
     ledger.ensure(ctx.client)
     ensure_analyst_views(ctx.client, ctx.catalog.sql_dir)
 
+    laps.lap("ensure tables")
     gate = check(ctx.client, ctx.catalog, table.name, hour, ctx.app, ctx.plan_path)
+    laps.lap("gate")
     if not gate.ready and not request.force:
         raise NotReadyError(gate.message + " (use --force to finalize anyway; it is recorded)")
 
@@ -120,6 +126,7 @@ def finalize_hour(ctx: BatchContext, request: FinalizeRequest) -> FinalizeOutcom
         ledger.RECONCILIATION_SHAPE,
         f"reconcile:{table.name}:{hour.isoformat()}:{request.run_id}",
     )
+    laps.lap("reconcile")
     if not rec.ok and not request.accept_mismatch:
         raise ReconciliationError(rec.summary() + "\n(nothing published; --accept-mismatch publishes anyway)")
 
@@ -136,6 +143,7 @@ def finalize_hour(ctx: BatchContext, request: FinalizeRequest) -> FinalizeOutcom
         if scratch:
             ctx.client.command(f"DROP TABLE IF EXISTS {q(scratch)}")
 
+    laps.lap("final rows")
     notes = []
     if not gate.ready:
         notes.append(f"forced: {gate.message}")
@@ -151,8 +159,25 @@ def finalize_hour(ctx: BatchContext, request: FinalizeRequest) -> FinalizeOutcom
         note="\n".join(notes),
     )
     result = publish(ctx.client, ctx.silver, table, hour, rows, run, step=_killer(request.faults))
+    laps.lap("publish")
     refreshed = ctx.refresh_day(hour.date()) if ctx.refresh_day else None
-    return FinalizeOutcome(gate, rec, result, late, refreshed)
+    laps.lap("hbase")
+    log.info("finalized %s %s: %s", table.name, hour.isoformat(), laps)
+    return FinalizeOutcome(gate, rec, result, late, refreshed, laps.laps)
+
+
+class _Laps:
+    def __init__(self) -> None:
+        self.last = time.monotonic()
+        self.laps: dict[str, float] = {}
+
+    def lap(self, name: str) -> None:
+        now = time.monotonic()
+        self.laps[name] = round(now - self.last, 2)
+        self.last = now
+
+    def __str__(self) -> str:
+        return ", ".join(f"{k} {v:.1f}s" for k, v in self.laps.items())
 
 
 def _killer(faults: tuple[str, ...]) -> Callable[[str], None]:

@@ -65,7 +65,10 @@ class DeltaSilver:
             .save(path)
         )
         log.info("silver/%s: replaced %s with %d rows", table.name, start.isoformat(), rows.num_rows)
-        register(self.spark, self.delta, table.name)
+        try:
+            register(self.spark, self.delta, table.name)
+        except Exception as exc:
+            log.warning("could not register %s.%s in the Spark catalog: %s", SPARK_DATABASE, table.name, exc)
 
 
 def register(spark: SparkSession, delta: DeltaSettings, table: str) -> None:
@@ -73,13 +76,25 @@ def register(spark: SparkSession, delta: DeltaSettings, table: str) -> None:
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {SPARK_DATABASE}")
     path = silver_path(delta, table)
     name = f"{SPARK_DATABASE}.`{table}`"
-    if spark.catalog.tableExists(f"{SPARK_DATABASE}.{table}"):
-        current = spark.sql(f"DESCRIBE DETAIL {name}").first()
-        if current is not None and _same_location(str(current["location"]), path):
-            return
-        spark.sql(f"DROP TABLE {name}")  # external: only the catalog entry goes; the root moved
+    try:
+        if spark.catalog.tableExists(f"{SPARK_DATABASE}.{table}"):
+            current = spark.sql(f"DESCRIBE DETAIL {name}").first()
+            if current is not None and _same_location(str(current["location"]), path):
+                return
+            _drop_entry(spark, table)  # external: only the catalog entry goes; the root moved
+    except Exception:
+        _drop_entry(spark, table)
     location = path.replace("'", "\\'")
     spark.sql(f"CREATE TABLE {name} USING delta LOCATION '{location}'")
+
+
+def _drop_entry(spark: SparkSession, table: str) -> None:
+    """Drop the catalog entry through the session catalog: Delta's catalog would first resolve the
+    table's files, which fails when they are gone."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    identifier = jvm.org.apache.spark.sql.catalyst.TableIdentifier(table, jvm.scala.Some(SPARK_DATABASE))
+    spark._jsparkSession.sessionState().catalog().dropTable(identifier, True, False)
 
 
 def _same_location(registered: str, path: str) -> bool:
