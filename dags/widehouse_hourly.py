@@ -32,7 +32,7 @@ def final_asset(table: str) -> Asset:
 @dag(
     dag_id="widehouse_hourly",
     schedule="@hourly",
-    start_date=dagdefaults.START,
+    start_date=dagdefaults.start(),
     catchup=True,
     max_active_runs=4,
     default_args=dagdefaults.default_args(),
