@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from widehouse.errors import ServiceError
-from widehouse.services.airflow_sqlite import IMPORT_PATH as SQLITE_CONNECT_ARGS
 from widehouse.services.base import LocalService
 from widehouse.services.manager import ServiceManager, ServiceStatus
 from widehouse.services.process import PortSpec, tail
@@ -53,7 +52,6 @@ def airflow_environment(airflow: AirflowSettings, keys: dict[str, str], bin_dir:
         "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
         "AIRFLOW__CORE__PARALLELISM": "4",
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{airflow.home / 'airflow.db'}",
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS": SQLITE_CONNECT_ARGS,
         "AIRFLOW__CORE__AUTH_MANAGER": SIMPLE_AUTH,
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{airflow.user}:admin",
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords_file(airflow)),
