@@ -34,6 +34,22 @@ class LatePartials:
     """Late events the parser now rejects (e.g. the catalog changed since)."""
 
 
+def late_events_sql() -> str:
+    """One row per stored late message of ``topics`` with event time in [a, b).
+
+    A replayed batch may have stored a late event twice, hence the grouping. The filter runs in a
+    subquery: in the outer query ClickHouse resolves ``event_time`` in WHERE to the SELECT's alias
+    ``any(event_time)`` and refuses the query (code 184, found by the Airflow e2e).
+    """
+    return (
+        "SELECT topic, message_id, any(event_time) AS event_time, any(payload) AS payload, "
+        "any(payload_bytes) AS payload_bytes FROM (SELECT topic, message_id, event_time, payload, "
+        f"payload_bytes FROM {LATE} WHERE app = {{app:String}} AND topic IN {{topics:Array(String)}} "
+        "AND event_time >= {a:DateTime64(3, 'UTC')} AND event_time < {b:DateTime64(3, 'UTC')}) "
+        "GROUP BY topic, message_id ORDER BY topic, message_id"
+    )
+
+
 def late_partials(
     client: ClickHouse, catalog: Catalog, table: str, hour: dt.datetime, app: str
 ) -> LatePartials:
@@ -46,13 +62,8 @@ def late_partials(
 
     hour = as_hour(hour)
     topics = [str(t.name) for t in catalog.topics_for(table)]
-    # one row per message: a replayed batch may have stored a late event twice
     stored = client.arrow(
-        f"SELECT topic, message_id, any(event_time) AS event_time, any(payload) AS payload, "
-        f"any(payload_bytes) AS payload_bytes FROM {LATE} WHERE app = {{app:String}} "
-        "AND topic IN {topics:Array(String)} AND event_time >= {a:DateTime64(3, 'UTC')} "
-        "AND event_time < {b:DateTime64(3, 'UTC')} GROUP BY topic, message_id ORDER BY topic, message_id",
-        {"app": app, "topics": topics, "a": sql_time(hour), "b": sql_time(hour + HOUR)},
+        late_events_sql(), {"app": app, "topics": topics, "a": sql_time(hour), "b": sql_time(hour + HOUR)}
     )
     plan = TransformPlan.for_topics(catalog, topics)
     plan = TransformPlan(catalog, (table,), plan.payload_limit)
