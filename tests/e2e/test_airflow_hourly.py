@@ -62,11 +62,16 @@ class Hours:
 
     @property
     def first(self) -> dt.datetime:
-        return self.data - 2 * HOUR
+        return self.data - 3 * HOUR
 
     @property
     def late_hour(self) -> dt.datetime:
         return self.data - HOUR
+
+    @property
+    def backfilled(self) -> list[dt.datetime]:
+        """Three hours before the DAG's start: only the backfill runs them."""
+        return [self.first, self.first + HOUR, self.late_hour]
 
     def want(self, hour: dt.datetime) -> dict[tuple[Any, Any], dict[str, Any]]:
         ms = _ms(hour)
@@ -120,7 +125,7 @@ def hours(tmp_path_factory: pytest.TempPathFactory, services: Settings) -> Hours
         {
             **PORTS,
             "WIDEHOUSE_AIRFLOW_CONNECTIONS_FILE": str(root / "connections.json"),
-            "WIDEHOUSE_AIRFLOW_START": (data - 2 * HOUR).isoformat(),
+            "WIDEHOUSE_AIRFLOW_START": data.isoformat(),
         }
     )
     manifest = deployment.publish(1500, seed=11, base_time_ms=base_ms, max_delay_ms=MAX_DELAY_MS, late_rate=0)
@@ -158,9 +163,8 @@ def test_the_hourly_dag_finalizes_the_hour_once_the_watermark_passes(
 ) -> None:
     want = hours.want(hours.data)
     assert want and {h for _, h in hours.manifest.expected_rows("user_hourly")} == {_ms(hours.data)}
-    airflow.wait_dag(DAG)  # unpaused: catchup runs from the start setting, one per hour
-    for hour in (hours.first, hours.late_hour, hours.data):
-        airflow.run_for(DAG, hour)
+    airflow.wait_dag(DAG)  # unpaused: catchup runs from the start setting (the data hour), one per hour
+    airflow.run_for(DAG, hours.data)
     assert hours.ledger(hours.data) == []  # the watermark is not there yet: the sensor waits
 
     # the streams' next batch after hour end + lateness moves the watermark past it
@@ -177,29 +181,20 @@ def test_the_hourly_dag_finalizes_the_hour_once_the_watermark_passes(
     )[0]["at"]
     assert passed, "the stream committed no watermark past the hour"
 
-    for hour in (hours.first, hours.late_hour, hours.data):
-        done = airflow.run_for(DAG, hour)
-        assert airflow.wait_run(DAG, done["dag_run_id"], timeout=1800) == "success", hour
+    done = airflow.run_for(DAG, hours.data)
+    assert airflow.wait_run(DAG, done["dag_run_id"], timeout=1800) == "success"
     entries = hours.ledger(hours.data)
     assert [(e["forced"], e["include_late"], e["reconciliation"]) for e in entries] == [(False, False, "ok")]
     assert entries[0]["rows"] == len(want)
     assert diff_rows(want, hours.view_rows(hours.data)) == []
-    for hour in (hours.first, hours.late_hour):  # only late events there: nothing final
-        assert [e["rows"] for e in hours.ledger(hour)] == [0]
-        assert hours.view_rows(hour) == {}
     latency = entries[0]["finalized_at"] / 1000 - passed / 1000
     print(f"watermark past {hours.data:%H}:00 end + lateness -> hour finalized: {latency:.1f}s")
 
 
-def test_a_backfill_over_three_hours_finalizes_them_again(hours: Hours, airflow: AirflowApi) -> None:
-    before = {h: len(hours.ledger(h)) for h in (hours.first, hours.late_hour, hours.data)}
-    assert all(before.values()), before  # the scheduled runs went first
+def test_a_backfill_over_three_hours_finalizes_them(hours: Hours, airflow: AirflowApi) -> None:
+    assert all(hours.ledger(h) == [] for h in hours.backfilled)
     settings = hours.deployment.settings
-    env = {  # the README's command
-        **hours.deployment.env,
-        "AIRFLOW_HOME": str(settings.airflow.home),
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONNECT_ARGS": "widehouse.services.airflow_sqlite.CONNECT_ARGS",
-    }
+    env = {**hours.deployment.env, "AIRFLOW_HOME": str(settings.airflow.home)}  # the README's command
     started = time.monotonic()
     create = subprocess.run(
         [
@@ -211,9 +206,7 @@ def test_a_backfill_over_three_hours_finalizes_them_again(hours: Hours, airflow:
             "--from-date",
             hours.first.isoformat(),
             "--to-date",
-            hours.data.isoformat(),
-            "--reprocess-behavior",
-            "completed",
+            hours.late_hour.isoformat(),
         ],
         env=env,
         capture_output=True,
@@ -230,11 +223,13 @@ def test_a_backfill_over_three_hours_finalizes_them_again(hours: Hours, airflow:
         assert time.monotonic() < deadline, runs
         time.sleep(10)
     print(f"backfill of three hours: {time.monotonic() - started:.0f}s")
-    assert sorted(parse_time(r["logical_date"]) for r in runs) == [hours.first, hours.late_hour, hours.data]
+    assert sorted(parse_time(r["logical_date"]) for r in runs) == hours.backfilled  # both dates inclusive
     assert {r["state"] for r in runs} == {"success"}
-    assert {h: len(hours.ledger(h)) for h in before} == {h: n + 1 for h, n in before.items()}
-    view = hours.view_rows(hours.data)
-    assert len(view) == len(hours.want(hours.data)) and diff_rows(hours.want(hours.data), view) == []
+    for hour in hours.backfilled:  # only late events there (or none): nothing final
+        assert [(e["rows"], e["forced"], e["reconciliation"]) for e in hours.ledger(hour)] == [
+            (0, False, "ok")
+        ]
+        assert hours.view_rows(hour) == {}
 
 
 def test_a_manual_refinalize_with_include_late(hours: Hours, airflow: AirflowApi) -> None:
