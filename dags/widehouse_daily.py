@@ -26,7 +26,7 @@ from widehouse.orchestration import dagdefaults
 @dag(
     dag_id="widehouse_daily",
     schedule="@daily",
-    start_date=dagdefaults.START,
+    start_date=dagdefaults.start(),
     catchup=True,
     max_active_runs=1,
     default_args=dagdefaults.default_args(),

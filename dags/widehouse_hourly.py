@@ -1,6 +1,7 @@
 """# Hourly finalize
 
-One run per hour (`@hourly`, catchup on): for each hourly wide table of the catalog (`schemas/`),
+One run per hour (`@hourly`, catchup on from `WIDEHOUSE_AIRFLOW_START`; a run's logical date is
+the hour it finalizes): for each hourly wide table of the catalog (`schemas/`),
 a sensor waits (reschedule mode) until every slot group feeding the table has a committed
 watermark past hour end + lateness, then `widehouse finalize --table T --hour H` reconciles counts
 and publishes the hour to ClickHouse `T_final` and silver Delta. Each finalized table-hour emits an
@@ -9,8 +10,8 @@ Asset event on `widehouse://final/T` (extra: table, hours).
 Exit codes: 3 (not ready) retries; 2 (bad input) and 4 (reconciliation mismatch) fail without
 retry — re-run with `accept_mismatch` or `include_late` from `widehouse_refinalize`.
 
-Waits for: the streams' watermarks. Re-run: clear the task, or backfill a range:
-`airflow backfill create --dag-id widehouse_hourly --from-date ... --to-date ...
+Waits for: the streams' watermarks. Re-run: clear the task, or backfill a range (both dates
+inclusive): `airflow backfill create --dag-id widehouse_hourly --from-date ... --to-date ...
 --reprocess-behavior completed`.
 """
 
@@ -32,7 +33,7 @@ def final_asset(table: str) -> Asset:
 @dag(
     dag_id="widehouse_hourly",
     schedule="@hourly",
-    start_date=dagdefaults.START,
+    start_date=dagdefaults.start(),
     catchup=True,
     max_active_runs=4,
     default_args=dagdefaults.default_args(),
@@ -55,7 +56,12 @@ def widehouse_hourly() -> None:
             assert data_interval_start is not None
             return tasks.hour_is_ready(table, data_interval_start)
 
-        @task(task_id=f"finalize_{table}", outlets=[asset], execution_timeout=dt.timedelta(hours=1))
+        @task(
+            task_id=f"finalize_{table}",
+            outlets=[asset],
+            execution_timeout=dt.timedelta(hours=1),
+            max_active_tis_per_dag=1,  # hours of one table one after another (one silver Delta table)
+        )
         def finalize(
             table: str = table,
             asset: Asset = asset,

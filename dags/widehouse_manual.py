@@ -26,7 +26,7 @@ from widehouse.orchestration import dagdefaults, params
 CATALOG = load_catalog(dagdefaults.schemas_dir())
 COMMON = {
     "schedule": None,
-    "start_date": dagdefaults.START,
+    "start_date": dagdefaults.start(),
     "catchup": False,
     "max_active_runs": 1,
     "default_args": dagdefaults.default_args(retries=0),

@@ -23,7 +23,7 @@ from widehouse.orchestration import dagdefaults
 @dag(
     dag_id="widehouse_replan",
     schedule="0 */6 * * *",
-    start_date=dagdefaults.START,
+    start_date=dagdefaults.start(),
     catchup=False,
     max_active_runs=1,
     default_args=dagdefaults.default_args(),

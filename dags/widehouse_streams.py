@@ -28,7 +28,7 @@ from widehouse.orchestration import dagdefaults
 @dag(
     dag_id="widehouse_streams",
     schedule="*/3 * * * *",
-    start_date=dagdefaults.START,
+    start_date=dagdefaults.start(),
     catchup=False,
     max_active_runs=1,
     default_args=dagdefaults.default_args(retries=0),

@@ -19,6 +19,7 @@ value is never echoed; URLs are shown with their credentials masked (:func:`mask
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import ipaddress
 import math
 import os
@@ -176,6 +177,17 @@ def _parse_port(value: str) -> int:
     if not 1 <= port <= 65535:
         raise ValueError("a port must be between 1 and 65535")
     return port
+
+
+def _parse_hour(value: str) -> dt.datetime:
+    try:
+        moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise ValueError("expected a UTC hour such as 2026-01-01T00:00Z") from exc
+    moment = (moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)).astimezone(dt.UTC)
+    if moment.minute or moment.second or moment.microsecond:
+        raise ValueError("must be the start of an hour (minutes and seconds zero)")
+    return moment
 
 
 def _parse_heap(value: str) -> str:
@@ -1058,6 +1070,15 @@ VARIABLES: tuple[Variable[Any], ...] = (
         blank_is_value=True,
     ),
     Variable(
+        "WIDEHOUSE_AIRFLOW_START",
+        dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
+        _parse_hour,
+        "airflow.start",
+        "Airflow: the first hour the scheduled DAGs cover (UTC; the hourly and daily DAGs catch up "
+        "from it when unpaused: set it to when the deployment's streams started).",
+        doc="2026-01-01T00:00Z",
+    ),
+    Variable(
         "WIDEHOUSE_SUPERVISOR_MODE",
         "local",
         _parse_supervisor_mode,
@@ -1375,6 +1396,7 @@ class AirflowSettings:
     triggerer_log_port: int = _default("airflow.triggerer_log_port")
     user: str = _default("airflow.user")
     password: str = field(default=_default("airflow.password"), repr=False)
+    start: dt.datetime = field(default=_default("airflow.start"))
 
     @property
     def url(self) -> str:

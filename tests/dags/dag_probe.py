@@ -57,6 +57,9 @@ def main(dags_dir: str) -> None:
                     str(getattr(o, "uri", o)) for t in dag.tasks for o in getattr(t, "outlets", [])
                 ),
                 "sensor_modes": sorted({t.mode for t in dag.tasks if hasattr(t, "mode")}),
+                "one_at_a_time": sorted(
+                    t.task_id for t in dag.tasks if getattr(t, "max_active_tis_per_dag", None) == 1
+                ),
             }
             for dag_id, dag in bag.dags.items()
         },

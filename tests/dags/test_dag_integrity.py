@@ -100,6 +100,9 @@ def test_hourly_fans_out_one_task_pair_per_hourly_table(bag: dict[str, Any]) -> 
     tasks = bag["dags"]["widehouse_hourly"]["tasks"]
     assert tasks == sorted([f"wait_{t}" for t in hourly] + [f"finalize_{t}" for t in hourly])
     assert bag["dags"]["widehouse_hourly"]["outlets"] == sorted(f"widehouse://final/{t}" for t in hourly)
+    # one finalize of a table at a time: concurrent hours raced to create silver Delta, and Spark
+    # processes share the local embedded Derby metastore (seen in tests/e2e/test_airflow_hourly.py)
+    assert bag["dags"]["widehouse_hourly"]["one_at_a_time"] == sorted(f"finalize_{t}" for t in hourly)
 
 
 def test_the_event_driven_hourly_dag_watches_one_asset_per_hourly_table(bag: dict[str, Any]) -> None:

@@ -16,11 +16,10 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import requests
 
+from tests.e2e.airflow_support import AirflowApi
 from tests.integration.stream_support import Deployment, expected
 from widehouse.generator.manifest import diff_rows
 from widehouse.settings import Settings
@@ -33,52 +32,6 @@ PORTS = {
     "WIDEHOUSE_AIRFLOW_TRIGGERER_LOG_PORT": "18794",
 }
 ROOT = Path(__file__).parents[2]
-
-
-class AirflowApi:
-    def __init__(self, url: str, user: str, password: str) -> None:
-        self.url = url
-        token = requests.post(f"{url}/auth/token", json={"username": user, "password": password}, timeout=30)
-        token.raise_for_status()
-        self.session = requests.Session()
-        self.session.headers["Authorization"] = f"Bearer {token.json()['access_token']}"
-
-    def get(self, path: str) -> Any:
-        reply = self.session.get(f"{self.url}/api/v2{path}", timeout=60)
-        reply.raise_for_status()
-        return reply.json()
-
-    def wait_dag(self, dag_id: str, timeout: float = 300) -> None:
-        deadline = time.monotonic() + timeout
-        while self.session.get(f"{self.url}/api/v2/dags/{dag_id}", timeout=60).status_code != 200:
-            assert time.monotonic() < deadline, f"{dag_id} never parsed"
-            time.sleep(3)
-        self.session.patch(f"{self.url}/api/v2/dags/{dag_id}", json={"is_paused": False}, timeout=60)
-
-    def trigger(self, dag_id: str, conf: dict[str, Any] | None = None) -> str:
-        reply = self.session.post(
-            f"{self.url}/api/v2/dags/{dag_id}/dagRuns",
-            json={"logical_date": None, "conf": conf or {}},
-            timeout=60,
-        )
-        assert reply.status_code == 200, reply.text
-        return str(reply.json()["dag_run_id"])
-
-    def wait_run(self, dag_id: str, run_id: str, timeout: float = 900) -> str:
-        deadline = time.monotonic() + timeout
-        while True:
-            state = str(self.get(f"/dags/{dag_id}/dagRuns/{run_id}")["state"])
-            if state in ("success", "failed"):
-                return state
-            assert time.monotonic() < deadline, f"{dag_id} {run_id} still {state}"
-            time.sleep(3)
-
-    def task_log(self, dag_id: str, run_id: str, task_id: str) -> str:
-        body = self.get(f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/logs/1?full_content=true")
-        content = body.get("content", "")
-        if isinstance(content, list):
-            return "\n".join(str(e.get("event", e)) if isinstance(e, dict) else str(e) for e in content)
-        return str(content)
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import socket
 import traceback
 from pathlib import Path
@@ -107,6 +108,7 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     "WIDEHOUSE_AIRFLOW_PASSWORD": ("an0ther pass", "an0ther pass"),
     "WIDEHOUSE_AIRFLOW_DAGS_DIR": ("/srv/other/dags", Path("/srv/other/dags")),
     "WIDEHOUSE_AIRFLOW_CONNECTIONS_FILE": ("/srv/other/conns.json", Path("/srv/other/conns.json")),
+    "WIDEHOUSE_AIRFLOW_START": ("2026-11-22T09+02:00", dt.datetime(2026, 11, 22, 7, tzinfo=dt.UTC)),
     "WIDEHOUSE_SUPERVISOR_MODE": ("cluster", "cluster"),
     "WIDEHOUSE_SUPERVISOR_STALE_SECONDS": ("60", 60.0),
     "WIDEHOUSE_SUPERVISOR_STARTUP_SECONDS": ("90", 90.0),
@@ -432,6 +434,8 @@ def test_the_default_dsn_is_the_local_service() -> None:
         ("WIDEHOUSE_SUPERVISOR_STALE_SECONDS", "0", "positive number"),
         ("WIDEHOUSE_AIRFLOW_PORT", "0", "between 1 and 65535"),
         ("WIDEHOUSE_AIRFLOW_DAGS_DIR", "/etc/hostname", "not a directory"),
+        ("WIDEHOUSE_AIRFLOW_START", "2026-11-22T09:30Z", "start of an hour"),
+        ("WIDEHOUSE_AIRFLOW_START", "yesterday", "UTC hour such as"),
     ],
 )
 def test_bad_values_name_the_variable(tmp_path: Path, name: str, value: str, expected: str) -> None:

@@ -12,7 +12,6 @@ from typing import Any
 OWNER = "widehouse"
 TAGS = frozenset({"widehouse", "streams", "batch", "hourly", "daily", "planner", "manual"})
 """Tags a DAG may carry (tests/dags checks every DAG against it)."""
-START = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
 
 def default_args(retries: int = 2, retry_minutes: float = 2.0) -> dict[str, Any]:
@@ -22,6 +21,14 @@ def default_args(retries: int = 2, retry_minutes: float = 2.0) -> dict[str, Any]
         "retry_delay": dt.timedelta(minutes=retry_minutes),
         "retry_exponential_backoff": True,
     }
+
+
+def start() -> dt.datetime:
+    """The DAGs' ``start_date`` (``WIDEHOUSE_AIRFLOW_START``): the hourly and daily DAGs catch up
+    from it, so a new deployment does not finalize every hour since a fixed date."""
+    from widehouse.settings import load_settings
+
+    return load_settings().airflow.start
 
 
 def schemas_dir() -> Path:
