@@ -29,7 +29,7 @@ from widehouse.orchestration.pulsar_trigger import PulsarWatermarkTrigger
 
 
 def watermark_asset(table: str) -> Asset:
-    trigger = PulsarWatermarkTrigger(table=table, start_hour=dagdefaults.START.isoformat())
+    trigger = PulsarWatermarkTrigger(table=table, start_hour=dagdefaults.start().isoformat())
     return Asset(
         name=f"{table}_watermark",
         uri=f"widehouse://watermark/{table}",
@@ -44,7 +44,7 @@ WATCHED = [watermark_asset(t) for t in TABLES]
 @dag(
     dag_id="widehouse_hourly_events",
     schedule=AssetAny(*WATCHED),
-    start_date=dagdefaults.START,
+    start_date=dagdefaults.start(),
     catchup=False,
     max_active_runs=1,
     default_args=dagdefaults.default_args(),
