@@ -74,6 +74,7 @@ def test_objects_exist_and_apply_is_idempotent(db: tuple[Any, str], catalog: Cat
         "user_daily_merged": "View",
         "user_daily_final": "ReplacingMergeTree",
         "user_daily": "View",
+        "finalized_periods": "MergeTree",  # the ledger the analyst views read
     }
     again = ddl.apply_ddl(client, catalog, name)
     assert not [s for s in again if s.startswith("ALTER")]
@@ -144,9 +145,17 @@ def test_daily_merge_spans_hours_and_the_analyst_view_joins_final_and_live(db: t
     day = merged(client, name, "user_daily_merged", 7)
     assert day["logins"] == 5 and day["last_live_room"] == 6 and str(day["day"]) == "2026-05-10"
     # a finalized earlier hour, and a live hour after it
+    earlier = (HOUR - 3_600_000) // 1000
     client.command(
         f"INSERT INTO `{name}`.user_hourly_final (uid, hour, logins, finalized_at) "
-        f"VALUES (8, toDateTime({(HOUR - 3_600_000) // 1000}, 'UTC'), 11, now64(3))"
+        f"VALUES (8, toDateTime({earlier}, 'UTC'), 11, toDateTime64('2026-05-10 12:00:00', 3, 'UTC'))"
+    )
+    # not visible until the ledger names that version
+    assert client.query(f"SELECT count() FROM `{name}`.user_hourly WHERE uid = 8").result_rows == [(0,)]
+    client.command(
+        f"INSERT INTO `{name}`.finalized_periods (`table`, period, finalized_at, run_id, kind, rows, forced, "
+        f"include_late, late_rows, reconciliation, note) VALUES ('user_hourly', toDateTime64({earlier}, 3, "
+        "'UTC'), toDateTime64('2026-05-10 12:00:00', 3, 'UTC'), 'r1', 'hour', 1, false, false, 0, 'ok', '')"
     )
     client.insert_arrow(f"`{name}`.user_hourly_partial", partial(8, HOUR, logins=pa.array([2], pa.uint64())))
     rows = client.query(
