@@ -61,6 +61,11 @@ def sigkills(root: Path, spark: Any, kills: int, rate: float, events: int, *, se
     where: dict[str, int] = {}
     for number in range(kills):
         kind = KINDS[number % len(KINDS)]
+        if not traffic.is_alive():
+            if not deployment.inside_batch():  # no new data will come: a restart would wait forever
+                outcome.notes.append(f"the traffic ended after {number} kills")
+                break
+            kind = "random"  # a --fault point of a future batch would never be reached
         last = deployment.last_commit()
         args = ["--fault", f"{kind}@{last + 2}:kill"] if kind not in ("random", "delta-commit") else []
         process = deployment.start(*args)
@@ -73,33 +78,40 @@ def sigkills(root: Path, spark: Any, kills: int, rate: float, events: int, *, se
         if killed_at is not None:
             outcome.recoveries += 1
             outcome.recover_s.append(time.monotonic() - killed_at)
-        if kind == "random":
-            time.sleep(rng.uniform(0.5, 8.0))
-            kill(process)
-        elif kind == "delta-commit":
-            deadline = time.monotonic() + 300
-            while not in_delta_commit(partials) and time.monotonic() < deadline:
-                time.sleep(0.05)
-            kill(process)
-        else:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout=300)
-            reached = process.returncode == -signal.SIGKILL
-            kill(process)
-            if not reached:
-                outcome.notes.append(f"{kind}@{last + 2} not reached")
+        _strike(kind, process, partials, rng, outcome=outcome, fault=f"{kind}@{last + 2}")
         killed_at = time.monotonic()
         outcome.injected += 1
         label = f"{kind} ({'in batch' if deployment.inside_batch() else 'between batches'})"
         where[label] = where.get(label, 0) + 1
-    manifest = traffic.result()
-    start = time.monotonic()
-    final = _finish(outcome, deployment, spark, manifest)
+    final = _finish(outcome, deployment, spark, traffic.result())
     if killed_at is not None and final.lost is not None:
-        final.recoveries += 1
-        final.recover_s.append(time.monotonic() - start + (start - killed_at))
+        final.recoveries += 1  # the last kill's restart is the drain (timed only for the others)
     final.notes.insert(0, ", ".join(f"{k} {v}" for k, v in sorted(where.items())))
     return final
+
+
+def _strike(
+    kind: str,
+    process: subprocess.Popen[str],
+    partials: Path,
+    rng: random.Random,
+    *,
+    outcome: Outcome,
+    fault: str,
+) -> None:
+    """Kill the app: now after a random pause, inside a Delta commit, or wait for its --fault kill."""
+    if kind == "random":
+        time.sleep(rng.uniform(0.5, 8.0))
+    elif kind == "delta-commit":
+        deadline = time.monotonic() + 300
+        while not in_delta_commit(partials) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    else:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=300)
+        if process.returncode != -signal.SIGKILL:
+            outcome.notes.append(f"{fault} not reached")
+    kill(process)
 
 
 # -------------------------------------------------------------------------- ClickHouse of our own
@@ -155,11 +167,11 @@ def clickhouse(root: Path, spark: Any, rate: float, events: int, outage_s: float
     deployment = FaultDeployment(root / "clickhouse", extra_env=env)
     try:
         deployment.plan()
-        traffic = deployment.publish_live(events, rate, seed=8)
+        # traffic for the whole fault: the app must have batches to fail and to recover with
+        traffic = deployment.publish_live(max(events, int(rate * (outage_s + 300))), rate, seed=8)
         time.sleep(10)
         process = deployment.start()
         deployment.wait_commit_after(-1, process)
-        deployment.wait_commit_after(deployment.last_commit(), process)
         server.kill()
         outcome.injected += 1
         time.sleep(outage_s)
@@ -255,7 +267,7 @@ def disk_full(root: Path, spark: Any, rate: float, events: int, size_mb: int = 5
     filler = mount / "filler"
     try:
         deployment.plan()
-        traffic = deployment.publish_live(events, rate, seed=10)
+        traffic = deployment.publish_live(max(events, int(rate * 420)), rate, seed=10)
         time.sleep(10)
         process = deployment.start()
         deployment.wait_commit_after(-1, process)

@@ -6,8 +6,11 @@ generator's manifest: lost and duplicated count the events (count columns, quara
 missing from or beyond the manifest. Own ClickHouse and Pulsar instances are started on free ports
 for their scenarios; the shared services are never touched. The disk scenario mounts a tmpfs (root).
 
-    python -m bench faults [--parts sigkill,clickhouse,pulsar,disk] [--kills 20] [--rate 100]
-                           [--events 30000] [--keep DIR]
+    python -m bench faults [--parts sigkill,clickhouse,pulsar,disk] [--kills 20] [--rate 20]
+                           [--events 60000] [--keep DIR]
+
+The SIGKILL scenario injects while the traffic lasts (events / rate seconds; a restart costs 1-3 min
+on a loaded 2-core box, so give it ~3 min per kill); the others size their own traffic.
 """
 
 from __future__ import annotations
@@ -28,8 +31,13 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench faults", description=__doc__.splitlines()[0])
     parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)}")
     parser.add_argument("--kills", type=int, default=20, help="SIGKILLs of the streaming app")
-    parser.add_argument("--rate", type=float, default=100.0, help="generator messages per second")
-    parser.add_argument("--events", type=int, default=30_000, help="messages per scenario (sigkill)")
+    parser.add_argument("--rate", type=float, default=20.0, help="generator messages per second")
+    parser.add_argument(
+        "--events",
+        type=int,
+        default=60_000,
+        help="messages of the sigkill scenario (events / rate: its traffic time)",
+    )
     parser.add_argument("--keep", type=Path, default=None, help="work here and keep it (logs, tables)")
     args = parser.parse_args(argv)
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
@@ -71,11 +79,11 @@ def run(parts: list[str], root: Path, kills: int, rate: float, events: int) -> l
                 if part == "sigkill":
                     row = scenarios.sigkills(root, spark, kills, rate, events)
                 elif part == "clickhouse":
-                    row = scenarios.clickhouse(root, spark, rate, events // 3)
+                    row = scenarios.clickhouse(root, spark, rate, 0)
                 elif part == "pulsar":
-                    row = scenarios.pulsar(root, spark, events // 6)
+                    row = scenarios.pulsar(root, spark, 3000)
                 else:
-                    row = scenarios.disk_full(root, spark, rate, events // 3)
+                    row = scenarios.disk_full(root, spark, rate, 0)
             except Exception as exc:  # one scenario's failure is a row of the table, not the end
                 row = Outcome(part, notes=[f"failed: {type(exc).__name__}: {exc}"])
             row.notes.append(f"{time.monotonic() - started:.0f} s")
