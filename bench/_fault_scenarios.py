@@ -265,6 +265,7 @@ def disk_full(root: Path, spark: Any, rate: float, events: int, size_mb: int = 5
     deployment = FaultDeployment(root / "disk", extra_env=env, state_dir=mount / "state")
     deployment.root.mkdir(parents=True, exist_ok=True)
     filler = mount / "filler"
+    process: subprocess.Popen[str] | None = None
     try:
         deployment.plan()
         traffic = deployment.publish_live(max(events, int(rate * 420)), rate, seed=10)
@@ -285,17 +286,16 @@ def disk_full(root: Path, spark: Any, rate: float, events: int, size_mb: int = 5
         back = time.monotonic()
         last = deployment.last_commit()
         process = deployment.start()
-        try:
-            deployment.wait_commit_after(last, process)
-            outcome.recoveries += 1
-            outcome.recover_s.append(time.monotonic() - back)
-        finally:
-            process.send_signal(signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout=120)
-            kill(process)
+        deployment.wait_commit_after(last, process)
+        outcome.recoveries += 1
+        outcome.recover_s.append(time.monotonic() - back)
+        process.send_signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=120)
         return _finish(outcome, deployment, spark, traffic.result())
     finally:
+        if process is not None:
+            kill(process)  # before the file system goes away under it
         with contextlib.suppress(FileNotFoundError):
             filler.unlink()
         subprocess.run(["umount", "-l", str(mount)], check=False)

@@ -302,12 +302,10 @@ def fill(path: Path, chunk: int = 1 << 20) -> int:
     """Write zeros to ``path`` until the file system is full; returns the bytes written."""
     written = 0
     block = b"\0" * chunk
-    with path.open("wb") as out:
+    with path.open("wb", buffering=0) as out:  # unbuffered: nothing left to fail at close
         while True:
             try:
-                out.write(block)
-                out.flush()
-                written += chunk
+                written += out.write(block) or 0
             except OSError as exc:
                 if exc.errno != errno.ENOSPC:
                     raise
