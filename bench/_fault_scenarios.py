@@ -279,8 +279,7 @@ def disk_full(root: Path, spark: Any, rate: float, events: int, size_mb: int = 5
         except subprocess.TimeoutExpired:
             outcome.notes.append("the app kept running on a full disk for 600 s")
         kill(process)
-        log = Path(process.stdout.name).read_text() if process.stdout else ""  # type: ignore[union-attr]
-        said = "No space left on device" in log
+        said = "No space left on device" in deployment.last_log.read_text(errors="replace")
         outcome.notes.append(f"app exit {process.returncode}, log names 'No space left on device': {said}")
         filler.unlink()
         back = time.monotonic()

@@ -72,6 +72,8 @@ class FaultDeployment:
     extra_env: dict[str, str] = field(default_factory=dict)
     suffix: str = field(default_factory=lambda: "f" + uuid.uuid4().hex[:7])
     state_dir: Path | None = None
+    last_log: Path = field(init=False)
+    """The log (stdout and stderr) of the app started last."""
 
     @property
     def env(self) -> dict[str, str]:
@@ -153,7 +155,8 @@ class FaultDeployment:
             "--all-groups",
             *args,
         ]
-        log = (self.root / f"stream-{time.time_ns()}.log").open("w")
+        self.last_log = self.root / f"stream-{time.time_ns()}.log"
+        log = self.last_log.open("w")
         return subprocess.Popen(
             command, env=self.env, stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True
         )
@@ -165,7 +168,7 @@ class FaultDeployment:
             process.wait(timeout=timeout)
         finally:
             kill(process)
-        out = Path(process.stdout.name).read_text() if process.stdout else ""  # type: ignore[union-attr]
+        out = self.last_log.read_text(errors="replace")
         return subprocess.CompletedProcess(process.args, process.returncode, out, "")
 
     def batches(self, kind: str) -> list[int]:
