@@ -28,7 +28,7 @@ def _exact(outcome: Any, injected: int) -> None:
 def test_three_sigkills_at_random_moments_and_inside_a_delta_commit(
     services: Settings, spark: Any, tmp_path: Path
 ) -> None:
-    _exact(scenarios.sigkills(tmp_path, spark, kills=3, rate=20, events=12_000), 3)
+    _exact(scenarios.sigkills(tmp_path, spark, kills=3, rate=20, events=16_000), 3)
 
 
 def test_the_clickhouse_service_killed_and_restarted_mid_stream(
