@@ -11,6 +11,7 @@ VENDOR := $(or $(WIDEHOUSE_VENDOR_DIR),$(CURDIR)/.vendor)
 MVN := scripts/mvn.sh
 PYTEST_ARGS ?=
 BENCH ?=
+FAULTS ?=
 DEMO_ARGS ?=
 
 PY_STAMP := $(VENV)/.widehouse-installed
@@ -18,7 +19,7 @@ PULSAR_STAMP := $(VENDOR)/pulsar/.resolved
 HBASE_STAMP := $(VENDOR)/hbase/.resolved
 DELTA_STAMP := $(VENDOR)/delta/.resolved
 
-.PHONY: help setup up down status airflow airflow-down demo smoke test test-unit test-integration lint format bench clean clean-state
+.PHONY: help setup up down status airflow airflow-down demo smoke test test-unit test-integration lint format bench faults clean clean-state
 
 help: ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -90,6 +91,9 @@ format: setup ## apply ruff's formatting and safe fixes
 
 bench: setup ## run a benchmark: make bench BENCH="<name> [options]" (no BENCH: list them)
 	$(PY) -m bench $(BENCH)
+
+faults: setup ## the fault suite: SIGKILLs, ClickHouse/Pulsar restarts, full disk; prints a table (FAULTS="--kills 20 ...")
+	$(PY) -m bench faults $(FAULTS)
 
 clean-state: down ## delete local state (service data, tables, checkpoints)
 	rm -rf .state

@@ -131,6 +131,7 @@ class BatchWriter:
         from pyspark.sql.pandas.types import from_arrow_schema
 
         from widehouse.source.spark import read_batch_log
+        from widehouse.stream.spark.replay import guard_batch
 
         started = time.time()
         clock = _Clock()
@@ -153,6 +154,7 @@ class BatchWriter:
         stats = merge.topic_stats(out)
         counts = merge.hour_counts(out, self.app, self.group, batch_id)
         clock.lap("merge")
+        guard_batch(self.spark, self.checkpoint, self.catalog, self.topics, identity)  # replay, same catalog
         self._raise_at("before-sinks", batch_id)
         write_clickhouse = "clickhouse" in self.sinks and self.ledger.begin(batch_id)
         if write_clickhouse:
