@@ -151,7 +151,11 @@ class OwnClickHouse:
             self.process.wait(60)
 
 
-def clickhouse(root: Path, spark: Any, rate: float, events: int, outage_s: float = 20.0) -> Outcome:
+def clickhouse(
+    root: Path, spark: Any, rate: float, events: int, *, outage_s: float = 20.0, tail_s: float = 300.0
+) -> Outcome:
+    """``tail_s``: how long the traffic goes on after the outage (the app must have batches to fail
+    and to recover with; the run lasts at least as long as the traffic)."""
     outcome = Outcome("ClickHouse service SIGKILL + restart")
     port, user, password = free_port(), "widehouse", "fault-suite"
     server = OwnClickHouse(root / "clickhouse-server", port, user, password)
@@ -168,7 +172,7 @@ def clickhouse(root: Path, spark: Any, rate: float, events: int, outage_s: float
     try:
         deployment.plan()
         # traffic for the whole fault: the app must have batches to fail and to recover with
-        traffic = deployment.publish_live(max(events, int(rate * (outage_s + 300))), rate, seed=8)
+        traffic = deployment.publish_live(max(events, int(rate * (outage_s + tail_s))), rate, seed=8)
         time.sleep(10)
         process = deployment.start()
         deployment.wait_commit_after(-1, process)
@@ -248,7 +252,10 @@ def pulsar(root: Path, spark: Any, events: int) -> Outcome:
 
 
 # -------------------------------------------------------------------------- a full state disk
-def disk_full(root: Path, spark: Any, rate: float, events: int, size_mb: int = 512) -> Outcome:
+def disk_full(
+    root: Path, spark: Any, rate: float, events: int, *, size_mb: int = 512, traffic_s: float = 420.0
+) -> Outcome:
+    """``traffic_s``: how long the traffic lasts (through the failure and the restart after it)."""
     outcome = Outcome(f"state dir on a {size_mb} MB tmpfs filled up")
     mount = root / "small-fs"
     mount.mkdir(parents=True, exist_ok=True)
@@ -268,7 +275,7 @@ def disk_full(root: Path, spark: Any, rate: float, events: int, size_mb: int = 5
     process: subprocess.Popen[str] | None = None
     try:
         deployment.plan()
-        traffic = deployment.publish_live(max(events, int(rate * 420)), rate, seed=10)
+        traffic = deployment.publish_live(max(events, int(rate * traffic_s)), rate, seed=10)
         time.sleep(10)
         process = deployment.start()
         deployment.wait_commit_after(-1, process)

@@ -42,7 +42,7 @@ PORTS = {  # not test_airflow's: both modules may run on the shared box at once
 HOUR = dt.timedelta(hours=1)
 HOUR_MS = 3_600_000
 MAX_DELAY_MS = 5_000
-GENERATOR_MARGIN_S = 300 + 5 + 120
+GENERATOR_MARGIN_S = 300 + 5 + 45
 """The generator refuses a base time further behind now than lateness - max delay - 5 min; + slack."""
 LOGIN = "persistent://bigolive/app/login"
 LATE_UID = 999_001

@@ -82,7 +82,9 @@ class PulsarDataSource(DataSource):
         return FORMAT
 
     def schema(self) -> str:
-        decoder = _decoder(parse_options(dict(self.options), batch=True))
+        # only the decoding options matter here; reads and streams each check the rest
+        # (``batch=True`` would refuse a stream's startAfter before the stream reader is made)
+        decoder = _decoder(parse_options(dict(self.options)))
         return decoder.spark_ddl() if decoder is not None else SCHEMA_DDL
 
     def reader(self, schema: StructType) -> DataSourceReader:

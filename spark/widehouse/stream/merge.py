@@ -139,7 +139,8 @@ def overflows(rows: pa.Table, table: WideTable) -> list[Overflow]:
             kept: int | float = 0
             for value, index in sorted(items, key=lambda item: (abs(item[0]), item[0], item[1])):
                 if is_double:
-                    fits = kept + abs(value) <= _DOUBLE_LIMIT
+                    # alone, any finite value fits (0 + v is exact); past it, keep a safe margin
+                    fits = kept == 0 or kept + abs(value) <= _DOUBLE_LIMIT
                     candidate = kept + abs(value)
                 else:
                     candidate = kept + value

@@ -131,3 +131,16 @@ def test_the_start_after_option_round_trips_and_names_bad_entries() -> None:
         parse_marks("{")
     with pytest.raises(ConfigError, match="option startAfter is for streaming queries"):
         parse_options({"topics": Y, "startAfter": text}, PULSAR, batch=True)
+
+
+def test_a_stream_with_start_after_gets_its_schema() -> None:
+    """Spark asks the data source for its schema before it makes the stream reader: the schema step
+    must not apply the batch-only rules (it refused ``startAfter``, so every handed-over group
+    failed to start)."""
+    from widehouse.source.spark import PulsarDataSource
+
+    marks = encode_marks({TopicPartition(Y, 0): Mark(Position(7, 9, 2), 41)})
+    source = PulsarDataSource(
+        {"topics": Y, "startAfter": marks, "serviceUrl": PULSAR.service_url, "adminUrl": PULSAR.admin_url}
+    )
+    assert "value" in source.schema()

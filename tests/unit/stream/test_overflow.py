@@ -231,3 +231,15 @@ def test_double_sums_never_raise_or_become_infinite(
         assert merged is not None
         assert math.isfinite(merged)
     assert all(math.isfinite(v) for v in _left_out(settled, "recharge_usd"))
+
+
+def test_two_maximal_double_partials_keep_one_and_set_the_other_aside(plan: TransformPlan) -> None:
+    """Hypothesis found it: two partials of 1.7976914204485444e308 (each finite, above the merge's
+    rounding margin) were both set aside, leaving the row without a value it had accepted."""
+    big = 1.7976914204485444e308
+    parts = [source_batch(PURCHASE, [purchase(big, minute=0)], first_id=0)]
+    parts.append(source_batch(PURCHASE, [purchase(big, minute=1)], first_id=1))
+    settled = merge.settle(run(plan, parts), plan)
+    for table in ("user_hourly", "user_daily"):
+        assert row_of(plan, settled, table)["recharge_usd"] == big
+    assert _left_out(settled, "recharge_usd") == [big]  # counted once (the hourly table's)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from widehouse.errors import ConfigError
@@ -95,3 +97,40 @@ def test_policy_from_settings_and_bad_policies_name_the_values() -> None:
         RestartPolicy(-1, 1.0, 1.0)
     with pytest.raises(ConfigError, match="WIDEHOUSE_STREAM_RESTART_BACKOFF_SECONDS=9"):
         StreamSettings(checkpoint_root="/c", restart_backoff_s=9, restart_backoff_max_s=8)
+
+
+def test_a_restart_that_cannot_start_yet_is_retried_not_fatal(tmp_path: Path) -> None:
+    """A group restarting while its sink is still down (ClickHouse killed) must not end the app:
+    the failed start is booked like a failed batch and retried after the backoff; a checkpoint the
+    guard refuses is given up at once (retrying cannot help)."""
+    from tests.conftest import settings_for
+    from widehouse.errors import CheckpointError, ClickHouseError
+    from widehouse.stream.options import GroupSpec, RunOptions
+    from widehouse.stream.spark.job import StreamApp
+
+    settings = settings_for(tmp_path, WIDEHOUSE_STREAM_RESTART_BACKOFF_SECONDS="1")
+    groups = [GroupSpec("g001", ("a",)), GroupSpec("g002", ("b",))]
+    app = StreamApp(settings, groups, RunOptions(), spark=object())
+    outcomes: dict[str, list[object]] = {
+        "g001": [ClickHouseError("connection refused"), "query"],
+        "g002": [CheckpointError("checkpoint was reset")],
+    }
+
+    def start(group: GroupSpec) -> object:
+        outcome = outcomes[group.name].pop(0)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return _RunningQuery()
+
+    app._start = start  # type: ignore[method-assign]
+    app.book.pending = {"g001": 0.0, "g002": 0.0}
+    assert app.supervise() == {"g002": "checkpoint was reset"}
+    assert "g001" in app.book.pending and app.book.failures["g001"] == 1
+    app.book.pending["g001"] = 0.0
+    app.supervise()
+    assert isinstance(app.queries["g001"], _RunningQuery) and not app.book.pending
+
+
+class _RunningQuery:
+    isActive = True  # noqa: N815 (Spark's StreamingQuery attributes)
+    lastProgress = None  # noqa: N815

@@ -26,7 +26,7 @@ from typing import Any
 
 from widehouse import clickhouse
 from widehouse.catalog import Catalog, load_catalog
-from widehouse.errors import ConfigError
+from widehouse.errors import CheckpointError, ConfigError
 from widehouse.settings import Settings
 from widehouse.stream.bronze import BronzeWriter
 from widehouse.stream.options import GroupSpec, RunOptions
@@ -222,25 +222,34 @@ class StreamApp:
                 continue
             error = query.exception()
             del self.queries[name]
-            if error is None:  # finished (AvailableNow)
-                continue
-            decision = self.book.failed(name, error, now)
-            if isinstance(decision, GiveUp):
-                log.error("%s", decision.message)
-                self.failed[name] = decision.message
-            else:
-                log.warning(
-                    "group %s failed (%s); restart %d from its checkpoint in %.1f s",
-                    name,
-                    error,
-                    decision.attempt,
-                    decision.at - now,
-                )
+            if error is not None:  # None: finished (AvailableNow)
+                self._failed(name, error, now)
         for name in self.book.due(now):
             self.restarts[name] += 1
             group = next(g for g in self.groups if g.name == name)
-            self.queries[name] = self._start(group)
+            try:
+                self.queries[name] = self._start(group)
+            except CheckpointError as exc:  # refused for good (reset checkpoint): no retry helps
+                log.error("%s", exc)
+                self.failed[name] = str(exc)
+            except Exception as exc:  # a sink still down while the group restarts: retry later
+                self._failed(name, exc, time.monotonic())
         return self.failed
+
+    def _failed(self, name: str, error: object, now: float) -> None:
+        """Book a failure of group ``name``: schedule its restart after the backoff, or give it up."""
+        decision = self.book.failed(name, error, now)
+        if isinstance(decision, GiveUp):
+            log.error("%s", decision.message)
+            self.failed[name] = decision.message
+        else:
+            log.warning(
+                "group %s failed (%s); restart %d from its checkpoint in %.1f s",
+                name,
+                error,
+                decision.attempt,
+                decision.at - now,
+            )
 
     def stop(self) -> None:
         """Let the micro-batch each query is writing finish (up to the grace period), then stop it.
