@@ -219,6 +219,7 @@ def pulsar(root: Path, spark: Any, events: int) -> Outcome:
         proc.wait_healthy(service.probe, timeout=600)
 
     up()
+    process: subprocess.Popen[str] | None = None
     try:
         deployment.plan()
         manifest = deployment.publish(events, seed=9)  # before: a producer cannot outlive the outage
@@ -232,6 +233,7 @@ def pulsar(root: Path, spark: Any, events: int) -> Outcome:
         while service.process.pid() is not None:
             time.sleep(0.2)
         down = time.monotonic()
+        _wait_ports_free(service, timeout=120)  # a killed JVM may hold its sockets a moment longer
         up()
         outcome.notes.append(f"broker down {time.monotonic() - down:.0f} s (restart included)")
         back = time.monotonic()
@@ -247,8 +249,22 @@ def pulsar(root: Path, spark: Any, events: int) -> Outcome:
         kill(process)
         return _finish(outcome, deployment, spark, manifest)
     finally:
+        if process is not None:
+            kill(process)  # never leave the app retrying against a broker that is gone
         with contextlib.suppress(Exception):  # best effort: never leave our broker behind
             service.process.stop(timeout=60)
+
+
+def _wait_ports_free(service: Any, timeout: float) -> None:
+    """Until every port of ``service`` can be bound again (or raise naming the one still held)."""
+    from widehouse.services.process import port_is_free
+
+    deadline = time.monotonic() + timeout
+    for port in service.process.spec.ports:
+        while not port_is_free(port.port, port.host):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"port {port.host}:{port.port} still held {timeout:.0f} s after the kill")
+            time.sleep(0.5)
 
 
 # -------------------------------------------------------------------------- a full state disk

@@ -15,13 +15,15 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.airflow_support import AirflowApi
-from tests.integration.stream_support import Deployment, expected
-from widehouse.generator.manifest import diff_rows
+from tests.integration.stream_support import GIFT, Deployment, expected, gift_message
+from widehouse.generator.manifest import Manifest, diff_rows
+from widehouse.planner import Group, load_plan, save_plan
 from widehouse.settings import Settings
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.slow]
@@ -32,6 +34,8 @@ PORTS = {
     "WIDEHOUSE_AIRFLOW_TRIGGERER_LOG_PORT": "18794",
 }
 ROOT = Path(__file__).parents[2]
+NEW_UID = 990_001
+"""A user the generator never makes (its users are 1..200 of each deployment)."""
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +77,16 @@ def airflow(deployment: Deployment) -> Iterator[AirflowApi]:
             LocalLauncher(deployment.settings).stop(group_dir.name)  # detached: outlives Airflow
 
 
+@pytest.fixture(scope="module")
+def traffic(deployment: Deployment) -> Manifest:
+    """5,000 generated messages and a one-group plan over every topic, in the supervisor's place."""
+    manifest = deployment.publish(5000, seed=7)
+    assert len(deployment.plan_groups(groups=1)) == 1
+    deployment.settings.state_dir.mkdir(parents=True, exist_ok=True)
+    (deployment.settings.state_dir / "plan.json").write_text(deployment.plan_path.read_text())
+    return manifest
+
+
 def test_trigger_form_params_as_served_by_the_rest_api(airflow: AirflowApi) -> None:
     airflow.wait_dag("widehouse_refinalize")
     params = airflow.get("/dags/widehouse_refinalize/details")["params"]
@@ -95,14 +109,10 @@ def test_trigger_form_params_as_served_by_the_rest_api(airflow: AirflowApi) -> N
 
 
 def test_supervisor_starts_a_group_and_restarts_it_after_sigkill_exactly(
-    airflow: AirflowApi, deployment: Deployment
+    airflow: AirflowApi, deployment: Deployment, traffic: Manifest
 ) -> None:
-    manifest = deployment.publish(5000, seed=7)
-    groups = deployment.plan_groups(groups=1)
-    (deployment.settings.state_dir).mkdir(parents=True, exist_ok=True)
-    (deployment.settings.state_dir / "plan.json").write_text(deployment.plan_path.read_text())
+    manifest = traffic
     group = "g001"
-    assert len(groups) == 1
 
     airflow.wait_dag("widehouse_streams")
     run = airflow.trigger("widehouse_streams")
@@ -125,12 +135,75 @@ def test_supervisor_starts_a_group_and_restarts_it_after_sigkill_exactly(
         assert time.time() - killed_at < 600, "not restarted"
     print(f"SIGKILL -> restarted process: {pid_file.stat().st_mtime - killed_at:.1f}s")
 
-    want = expected(manifest)
+    wait_exact(deployment, manifest)
+
+
+def test_a_replan_that_moves_a_topic_stays_exact(
+    airflow: AirflowApi, deployment: Deployment, traffic: Manifest
+) -> None:
+    """gift_send moves from g001 to a new group g002 while the supervisor runs g001: g001 is stopped
+    and restarted without it, g002 starts after g001's committed position. Every generated row stays
+    exact (a re-read would double the gift columns) and g002 reads only the three gifts sent after
+    the move; their sums are written by hand."""
+    airflow.wait_dag("widehouse_streams")
+    run = airflow.trigger("widehouse_streams")  # g001 runs (started here if this test runs alone)
+    assert airflow.wait_run("widehouse_streams", run) == "success"
+    wait_exact(deployment, traffic)
+
+    streams = deployment.settings.state_dir / "streams"
+    g001_pid = int((streams / "g001" / "stream.pid").read_text().split()[0])  # before the plan changes
+    names = {origin: name for name, origin in deployment.topic_origins.items()}
+    gift = names[GIFT]
+    old = load_plan(deployment.settings.state_dir / "plan.json")
+    (g001,) = old.groups
+    moved = replace(
+        old,
+        groups=(
+            replace(g001, topics=tuple(t for t in g001.topics if t != gift)),
+            Group("g002", (gift,), 1.0, 1),
+        ),
+        next_group=3,
+    )
+    save_plan(moved, deployment.settings.state_dir / "plan.json")
+    ts = int(time.time() * 1000) - 30_000
+    deployment.publish_messages([gift_message(NEW_UID, ts + i, d) for i, d in enumerate((10, 99, 1314))])
+
+    moved_at = time.time()
+    while True:  # this manual cycle or the scheduled one (every 3 min) applies the plan
+        run = airflow.trigger("widehouse_streams")
+        assert airflow.wait_run("widehouse_streams", run) == "success"
+        g002 = streams / "g002" / "stream.pid"
+        if g002.exists() and int((streams / "g001" / "stream.pid").read_text().split()[0]) != g001_pid:
+            break
+        assert time.time() - moved_at < 600, airflow.task_log("widehouse_streams", run, "supervise")[-3000:]
+
     deadline = time.monotonic() + 900
     while True:
-        problems = {t: diff_rows(rows, deployment.clickhouse_rows(t)) for t, rows in want.items()}
-        if not any(problems.values()):
+        rows = deployment.clickhouse(
+            "SELECT sum(gifts_sent) AS n, sum(gift_diamonds_sent) AS d FROM user_hourly_merged "
+            f"WHERE uid = {NEW_UID}"
+        )
+        if rows and rows[0]["n"] == 3:
             break
+        assert time.monotonic() < deadline, f"g002 did not process the moved topic: {rows}"
+        time.sleep(10)
+    assert rows[0]["d"] == 10 + 99 + 1314
+    read = deployment.clickhouse(
+        "SELECT sum(rows_in) AS n FROM stream_progress FINAL WHERE `group` = 'g002' AND topic != '*'"
+    )
+    assert read[0]["n"] == 3  # only the gifts sent after the move: nothing of g001's re-read
+    wait_exact(deployment, traffic, timeout=120)
+
+
+def wait_exact(deployment: Deployment, manifest: Manifest, timeout: float = 900) -> None:
+    """Wait until every wide table's rows equal the manifest's (ClickHouse, merged partials)."""
+    want = expected(manifest)
+    deadline = time.monotonic() + timeout
+    while True:
+        problems = {t: diff_rows(rows, deployment.clickhouse_rows(t)) for t, rows in want.items()}
+        problems = {t: p for t, p in problems.items() if p}
+        if not problems:
+            return
         assert time.monotonic() < deadline, problems
         time.sleep(10)
 

@@ -193,14 +193,14 @@ def test_the_hourly_dag_finalizes_the_hour_once_the_watermark_passes(
 
 def test_a_backfill_over_three_hours_finalizes_them(hours: Hours, airflow: AirflowApi) -> None:
     assert all(hours.ledger(h) == [] for h in hours.backfilled)
-    settings = hours.deployment.settings
-    env = {**hours.deployment.env, "AIRFLOW_HOME": str(settings.airflow.home)}  # the README's command
     started = time.monotonic()
-    create = subprocess.run(
+    create = subprocess.run(  # the README's command
         [
-            str(Path(sys.executable).parent / "airflow"),
+            sys.executable,
+            "-m",
+            "widehouse",
+            "airflow",
             "backfill",
-            "create",
             "--dag-id",
             DAG,
             "--from-date",
@@ -208,7 +208,7 @@ def test_a_backfill_over_three_hours_finalizes_them(hours: Hours, airflow: Airfl
             "--to-date",
             hours.late_hour.isoformat(),
         ],
-        env=env,
+        env=hours.deployment.env,
         capture_output=True,
         text=True,
         timeout=600,

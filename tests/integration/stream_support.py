@@ -231,3 +231,15 @@ def _kill_group(pgid: int) -> None:
 
 def expected(manifest: Manifest) -> dict[str, dict[tuple[Any, int], dict[str, Any]]]:
     return {table: manifest.expected_rows(table) for table in manifest.tables()}
+
+
+GIFT = "persistent://bigolive/live/gift_send"
+"""The catalog's gift topic (relocate with :attr:`Deployment.topic_origins`)."""
+
+
+def gift_message(uid: int, ts: int, diamonds: int) -> tuple[str, str, bytes, int]:
+    """A hand-written ``gift_send`` message for :meth:`Deployment.publish_messages`: one gift of
+    ``diamonds`` (gifts_sent +1, gift_diamonds_sent +diamonds)."""
+    gift = {"id": 7, "name": "rose", "diamonds": diamonds, "is_lucky": False}
+    payload = {"uid": uid, "ts": ts, "room_id": 100001, "anchor_uid": 10000001, "gift": gift, "count": 1}
+    return GIFT, str(uid), json.dumps(payload).encode(), ts

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration.stream_support import Deployment
+from tests.integration.stream_support import GIFT, Deployment
+from tests.integration.stream_support import gift_message as _gift
 from widehouse.planner import save_plan
 from widehouse.planner.model import Group, Plan
 from widehouse.settings import Settings
@@ -22,18 +23,11 @@ from widehouse.settings import Settings
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow, pytest.mark.e2e]
 
 LOGIN = "persistent://bigolive/app/login"
-GIFT = "persistent://bigolive/live/gift_send"
 
 
 def _login(uid: int, ts: int, result: str = "success") -> tuple[str, str, bytes, int]:
     payload = {"uid": uid, "ts": ts, "method": "phone", "result": result, "app_version": "5.40.0"}
     return LOGIN, str(uid), json.dumps(payload).encode(), ts
-
-
-def _gift(uid: int, ts: int, diamonds: int) -> tuple[str, str, bytes, int]:
-    gift = {"id": 7, "name": "rose", "diamonds": diamonds, "is_lucky": False}
-    payload = {"uid": uid, "ts": ts, "room_id": 100001, "anchor_uid": 10000001, "gift": gift, "count": 1}
-    return GIFT, str(uid), json.dumps(payload).encode(), ts
 
 
 def _plan(deployment: Deployment, groups: dict[str, list[str]]) -> None:
@@ -82,6 +76,8 @@ def test_a_moved_topic_continues_from_its_old_groups_commit(
     first = deployment.stream()
     assert first.returncode == 0, first.stdout[-5000:]
     assert _totals(deployment.clickhouse_rows("user_hourly")) == {1: (1, 2, 109), 2: (1, 2, 521)}
+    # the stream keeps off the local embedded metastore (one process at a time: finalize's and daily's)
+    assert not Path(deployment.settings.hive.metastore_db_dir).exists()
 
     # plan 2: gift_send moves to g002; more messages arrive on both topics
     deployment.publish_messages(

@@ -6,7 +6,9 @@ import argparse
 from typing import Any
 
 from widehouse.commands.table import render
+from widehouse.errors import ConfigError
 from widehouse.services.airflow import AirflowStack
+from widehouse.services.airflow_backfill import backfill_create
 from widehouse.settings import Settings
 
 
@@ -17,7 +19,14 @@ def register(subparsers: Any) -> None:
         description="Start, stop and inspect the local Airflow. Metadata (SQLite), logs and pid files "
         "live under <state>/airflow.",
     )
-    parser.add_argument("action", choices=["up", "down", "status"])
+    parser.add_argument(
+        "action",
+        choices=["up", "down", "status", "backfill"],
+        help="backfill: `airflow backfill create` with the remaining arguments (e.g. --dag-id "
+        "widehouse_hourly --from-date ... --to-date ...), retried while the local SQLite metadata DB "
+        "is busy",
+    )
+    parser.add_argument("backfill_args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     parser.set_defaults(func=run)
 
 
@@ -31,6 +40,12 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.action == "down":
         stack.down()
         return 0
+    if args.action == "backfill":
+        if not args.backfill_args:
+            raise ConfigError("widehouse airflow backfill: give --dag-id, --from-date and --to-date")
+        return backfill_create(settings.airflow, args.backfill_args)
+    if args.backfill_args:
+        raise ConfigError(f"widehouse airflow {args.action} takes no more arguments: {args.backfill_args}")
     print(render_status(stack))
     healthy = stack.healthy()
     if healthy:

@@ -105,6 +105,8 @@ def build_session(
     builder = SparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)
-    session = builder.enableHiveSupport().getOrCreate()
+    if conf["spark.sql.catalogImplementation"] == "hive":  # jobs without tables pass "in-memory"
+        builder = builder.enableHiveSupport()
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     return session

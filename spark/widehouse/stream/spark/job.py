@@ -82,7 +82,14 @@ class StreamApp:
             from widehouse.spark.session import build_session
 
             label = self.groups[0].name if len(self.groups) == 1 else f"{len(self.groups)}-groups"
-            self._spark = build_session(self.settings, f"widehouse-stream-{label}")
+            # no tables by name here (Delta by path, checkpoints through Hadoop): an in-memory
+            # catalog keeps a long-running stream off the local embedded Derby metastore, which
+            # admits one process and is the finalize and daily jobs' (they register silver tables)
+            self._spark = build_session(
+                self.settings,
+                f"widehouse-stream-{label}",
+                {"spark.sql.catalogImplementation": "in-memory"},
+            )
         return self._spark
 
     def clickhouse(self) -> clickhouse.ClickHouse:
