@@ -28,6 +28,10 @@ class Launcher(Protocol):
     def start(self, group: str, plan: Plan) -> None:
         """Start ``group`` of ``plan`` (from its checkpoint)."""
 
+    def finish(self, group: str) -> str | None:
+        """After :meth:`stop`: commit the batch the stopped group left unfinished, on the topics it
+        ran. None when done (or nothing was pending), else why not."""
+
     def running(self, group: str) -> bool | None:
         """True/False when this launcher can tell, None when only commits can (cluster)."""
 
@@ -104,6 +108,40 @@ class LocalLauncher:
     def stop(self, group: str) -> bool:
         return self.process(group).stop(self.grace)
 
+    def finish(self, group: str) -> str | None:
+        """Run the stopped group once more with ``--available-now`` on its own snapshot (the topics
+        it ran) when its checkpoint holds a planned batch with no commit: a batch cut by the stop
+        grace. Its topics may move to other groups by the new plan, and a moved topic continues
+        from the old group's *committed* position, which refuses to start while a planned batch of
+        the old group read it; the replay under the new plan would not be the same batch either."""
+        checkpoint = self.settings.stream.checkpoint(group)
+        pending = unfinished_batch(checkpoint)
+        snapshot = group_dir(self.settings, group) / "plan.json"
+        if pending is None or not snapshot.is_file():
+            return None
+        process = self.process(group)
+        argv = [*process.spec.argv, "--available-now"]
+        log_file = group_dir(self.settings, group) / "stream.log"
+        with log_file.open("a") as log:
+            log.write(f"==== widehouse: finishing batch {pending} of {group} before a plan change ====\n")
+            log.flush()
+            try:
+                done = subprocess.run(
+                    argv,
+                    env={**os.environ, **self.env},
+                    cwd=group_dir(self.settings, group),
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    timeout=self.settings.supervisor.startup_seconds,
+                    check=False,
+                )
+            except subprocess.TimeoutExpired:
+                return f"finishing batch {pending} took over {self.settings.supervisor.startup_seconds:.0f} s"
+        if done.returncode != 0:
+            tail_text = self.log_tail(group)
+            return f"finishing batch {pending} failed with exit code {done.returncode}:\n{tail_text}"
+        return None
+
     def log_tail(self, group: str, lines: int = 30) -> str:
         return tail(group_dir(self.settings, group) / "stream.log", lines)
 
@@ -169,5 +207,28 @@ class ClusterLauncher:
             f"widehouse-{self.settings.stream.app}-{group} with the cluster manager"
         )
 
+    def finish(self, group: str) -> str | None:
+        return None  # stop() is the cluster manager's; so is a batch it cut (see stop)
+
     def log_tail(self, group: str, lines: int = 30) -> str:
         return "(cluster mode: see the cluster manager's driver log)"
+
+
+def unfinished_batch(checkpoint: str) -> int | None:
+    """The id of a batch planned in a local checkpoint (``offsets/N``) with no ``commits/N``, or None.
+
+    Only local paths are read (no Spark here); for a remote checkpoint this returns None.
+    """
+    if "://" in checkpoint and not checkpoint.startswith("file:"):
+        return None
+    root = Path(checkpoint.removeprefix("file://").removeprefix("file:"))
+
+    def ids(name: str) -> set[int]:
+        folder = root / name
+        return {int(f.name) for f in folder.iterdir() if f.name.isdigit()} if folder.is_dir() else set()
+
+    planned = ids("offsets")
+    if not planned:
+        return None
+    last = max(planned)
+    return None if last in ids("commits") else last

@@ -95,7 +95,8 @@ class Action:
     group: str
     what: str
     """healthy, starting (no batch yet, within the startup grace), unknown (no progress readable),
-    started, restarted, adopted, stopped, retired, stuck, died, waiting, given-up, cleanup"""
+    started, restarted, adopted, stopped, finishing (a plan change waits for a cut batch), retired,
+    stuck, died, waiting, given-up, cleanup"""
     detail: str = ""
 
 
@@ -159,15 +160,21 @@ class Supervisor:
         actions: list[Action] = []
         now = self.clock()
         desired = {g.name: sorted(g.topics) for g in plan.groups}
-        self._apply_plan_changes(state, desired, now, actions)
-        commits = self._read_commits()
-        for name in sorted(desired):
-            self._supervise(name, plan, state, commits, actions)
-        self._cleanup(state, actions)
+        unfinished = self._apply_plan_changes(state, desired, now, actions)
+        if not unfinished:
+            commits = self._read_commits()
+            for name in sorted(desired):
+                self._supervise(name, plan, state, commits, actions)
+            self._cleanup(state, actions)
+        # else a stopped group's cut batch is not committed yet: start nothing that could read its
+        # topics (the next cycle tries again); groups that were running keep running
         state.save(self.state_path)
         given_up = {
-            name: state.groups[name].last_failure for name in sorted(desired) if state.groups[name].given_up
+            name: state.groups[name].last_failure
+            for name in sorted(desired)
+            if name in state.groups and state.groups[name].given_up
         }
+        given_up.update(unfinished)  # reported (the task fails with it) until a cycle finishes it
         return CycleReport(tuple(actions), given_up, time.monotonic() - t0)
 
     def reset(self, group: str) -> None:
@@ -187,13 +194,22 @@ class Supervisor:
     # -- steps -------------------------------------------------------------------------------
     def _apply_plan_changes(
         self, state: SupervisorState, desired: dict[str, list[str]], now: float, actions: list[Action]
-    ) -> None:
+    ) -> dict[str, str]:
+        """Stop the groups the plan changes, finish the batches the stops cut, record the new topics.
+        Returns the groups whose cut batch could not be committed, with why (they keep their old
+        topics for now; the next cycle tries again)."""
+        unfinished: dict[str, str] = {}
         for name in sorted(state.groups):
             current = state.groups[name]
             wanted = desired.get(name)
             if wanted == current.topics:
                 continue
             stopped = self.launcher.stop(name)
+            problem = self.launcher.finish(name)  # a batch cut by the stop, on the topics it read
+            if problem is not None:  # keep the old topics; stopped, so the next cycle tries again
+                actions.append(Action(name, "finishing", problem.splitlines()[0]))
+                unfinished[name] = problem
+                continue
             if wanted is None:
                 del state.groups[name]
                 state.retired[f"{self.app}-{name}"] = now
@@ -204,6 +220,7 @@ class Supervisor:
             detail = f"plan change: +{len(moved_in)} -{len(moved_out)} topics"
             actions.append(Action(name, "stopped", detail))
             state.groups[name] = GroupState(topics=wanted)
+        return unfinished
 
     def _read_commits(self) -> dict[str, float] | None:
         try:

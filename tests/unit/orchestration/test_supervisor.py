@@ -31,6 +31,8 @@ def make_plan(**groups: tuple[str, ...]) -> Plan:
 class FakeLauncher:
     up: dict[str, tuple[str, ...]] = field(default_factory=dict)
     log: list[str] = field(default_factory=list)
+    cut: dict[str, str] = field(default_factory=dict)
+    """Groups whose stop cut a batch -> why finishing it fails (removed to let it succeed)."""
 
     def start(self, group: str, plan: Plan) -> None:
         self.up[group] = plan.group(group).topics
@@ -42,6 +44,10 @@ class FakeLauncher:
     def stop(self, group: str) -> bool:
         self.log.append(f"stop {group}")
         return self.up.pop(group, None) is not None
+
+    def finish(self, group: str) -> str | None:
+        self.log.append(f"finish {group}")
+        return self.cut.get(group)
 
     def log_tail(self, group: str, lines: int = 30) -> str:
         return f"<{group} log>"
@@ -165,6 +171,25 @@ def test_a_plan_change_stops_and_restarts_only_affected_groups(world: World) -> 
     assert world.launcher.log == []
 
 
+def test_a_batch_the_stop_cut_is_finished_before_any_group_starts_on_the_new_plan(world: World) -> None:
+    """T2 moves g001 -> g002 while g001's stop cut a batch that read T2: g002 continues from g001's
+    committed position, so nothing may start until that batch is committed (on g001's old topics)."""
+    world.sup.cycle(make_plan(g001=(T1, T2), g003=(T3,)))
+    world.launcher.log.clear()
+    world.launcher.cut["g001"] = "finishing batch 10 failed with exit code 1:\n<g001 log>"
+    moved = make_plan(g001=(T1,), g002=(T2,), g003=(T3,))
+    report = world.sup.cycle(moved)
+    assert world.launcher.log == ["stop g001", "finish g001"]  # g002 not started, g003 left alone
+    assert report.of("g001") == ["finishing"] and report.given_up == {"g001": world.launcher.cut["g001"]}
+    assert SupervisorState.load(world.sup.state_path).groups["g001"].topics == [T1, T2]
+    del world.launcher.cut["g001"]  # e.g. ClickHouse is back
+    world.launcher.log.clear()
+    report = world.sup.cycle(moved)
+    assert world.launcher.log[:2] == ["stop g001", "finish g001"]
+    assert sorted(world.launcher.log[2:]) == ["start g001", "start g002"] and not report.given_up
+    assert world.launcher.up == {"g001": (T1,), "g002": (T2,), "g003": (T3,)}
+
+
 def test_a_group_that_left_the_plan_is_retired_and_its_subscriptions_cleaned(world: World) -> None:
     world.sup.cycle(make_plan(g001=(T1,), g002=(T2,)))
     report = world.sup.cycle(make_plan(g001=(T1, T2)))
@@ -188,3 +213,21 @@ def test_without_progress_only_dead_processes_count(world: World) -> None:
     assert world.sup.cycle(plan).of("g001") == ["unknown"]
     world.launcher.up.clear()
     assert world.sup.cycle(plan).of("g001") == ["died", "restarted"]
+
+
+def test_unfinished_batch_reads_a_local_checkpoint(tmp_path: Path) -> None:
+    from widehouse.orchestration.launch import unfinished_batch
+
+    assert unfinished_batch(str(tmp_path / "none")) is None  # never started
+    for batch in ("0", "1", "2"):
+        (tmp_path / "offsets").mkdir(exist_ok=True)
+        (tmp_path / "offsets" / batch).write_text("v1")
+    (tmp_path / "offsets" / ".2.crc").write_text("")
+    (tmp_path / "commits").mkdir()
+    for batch in ("0", "1"):
+        (tmp_path / "commits" / batch).write_text("v1")
+    assert unfinished_batch(str(tmp_path)) == 2
+    assert unfinished_batch(f"file://{tmp_path}") == 2
+    (tmp_path / "commits" / "2").write_text("v1")
+    assert unfinished_batch(str(tmp_path)) is None
+    assert unfinished_batch("s3a://bucket/checkpoints/wh/g001") is None  # remote: not read here
