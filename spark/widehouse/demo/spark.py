@@ -99,10 +99,14 @@ def run_demo(settings: Settings, options: DemoOptions, say: Say = print) -> Demo
         f"saved to {settings.state_dir / 'plan.json'}"
     )
 
+    from widehouse.spark.session import build_session
     from widehouse.stream.spark.job import StreamApp
 
     groups = [GroupSpec(g.name, tuple(g.topics)) for g in the_plan.groups]
-    app = StreamApp(settings, groups, RunOptions(starting_offsets="earliest"))
+    # one session for the stream and the batch part after it: with Hive (the offline tables, the
+    # silver tables' registration), which a stream job's own session goes without
+    spark = build_session(settings, "widehouse-demo")
+    app = StreamApp(settings, groups, RunOptions(starting_offsets="earliest"), spark=spark)
     app.start()
     say(
         f"streams running ({app.settings.stream.trigger_seconds:g}s trigger); publishing "
