@@ -28,7 +28,7 @@ def _exact(outcome: Any, injected: int) -> None:
 def test_three_sigkills_at_random_moments_and_inside_a_delta_commit(
     services: Settings, spark: Any, tmp_path: Path
 ) -> None:
-    _exact(scenarios.sigkills(tmp_path, spark, kills=3, rate=30, events=12_000), 3)
+    _exact(scenarios.sigkills(tmp_path, spark, kills=3, rate=40, events=12_000), 3)
 
 
 def test_the_clickhouse_service_killed_and_restarted_mid_stream(
@@ -40,7 +40,7 @@ def test_the_clickhouse_service_killed_and_restarted_mid_stream(
 def test_a_full_state_disk_fails_clearly_then_recovers(
     services: Settings, spark: Any, tmp_path: Path
 ) -> None:
-    outcome = scenarios.disk_full(tmp_path, spark, rate=20, events=0, traffic_s=330)
+    outcome = scenarios.disk_full(tmp_path, spark, rate=20, events=0, traffic_s=280)
     if outcome.injected == 0 and outcome.notes and outcome.notes[0].startswith("skipped"):
         pytest.skip(outcome.notes[0])
     assert any("'No space left on device': True" in n for n in outcome.notes), outcome.notes
