@@ -112,7 +112,7 @@ def test_merging_partial_states_in_any_split_equals_one_pass(catalog: Catalog) -
         merged = WideRows(table)
         for batch in batches:
             for row_key, state in batch.rows.items():
-                target = merged.rows.setdefault(row_key, list(merged._empty))
+                target = merged.rows.setdefault(row_key, list(merged.empty))
                 merged.merge_state(target, state)
         _assert_close(merged.final(), whole.final())
 

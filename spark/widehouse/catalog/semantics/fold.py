@@ -41,7 +41,7 @@ class WideRows:
         self.table = table
         self.period_ms = HOUR_MS if table.grain == "hour" else DAY_MS
         self.index = {c.name: i for i, c in enumerate(table.columns)}
-        self._empty: list[State] = [0 if c.agg == "count" else None for c in table.columns]
+        self.empty: list[State] = [0 if c.agg == "count" else None for c in table.columns]
         self.rows: dict[tuple[Any, Period], list[State]] = {}
 
     def period_of(self, event_ms: int) -> Period:
@@ -52,7 +52,7 @@ class WideRows:
         row_key = (key, event_ms - event_ms % self.period_ms)
         row = self.rows.get(row_key)
         if row is None:
-            row = self.rows[row_key] = list(self._empty)
+            row = self.rows[row_key] = list(self.empty)
         return row
 
     @staticmethod

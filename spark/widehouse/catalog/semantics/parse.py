@@ -209,6 +209,12 @@ def _value(kind: FieldType, value: Any, where: str, problem: list[str]) -> Any: 
     return _object(kind.fields, value, where + ".", problem)
 
 
+def check_value(kind: FieldType, value: Any, where: str, problem: list[str]) -> Any:
+    """``value`` checked (and converted) as a value of ``kind``: None with the first problem appended
+    to ``problem`` if it is not one (the check :func:`parse_event` applies to every declared field)."""
+    return _value(kind, value, where, problem)
+
+
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."

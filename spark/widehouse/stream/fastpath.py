@@ -1,0 +1,270 @@
+"""A topic's parse + classify + fold for the common case, compiled to one specialised function.
+
+The transform's reference path (:func:`widehouse.catalog.semantics.parse.parse_event`, then
+:func:`widehouse.catalog.semantics.fold.fold_event`) interprets the catalog for every event: a loop
+over the topic's fields, a closure per column rule, an ``Accepted`` object, a list of pending changes.
+For the ~98% of events that are valid, on time and far from any overflow, the same work can be done
+by straight-line code written for the topic: :func:`compile_handler` generates it once per topic per
+executor (from the catalog, so it is never pickled) and ``exec``-s it.
+
+The handler either does *exactly* what the reference path would do for that event and returns its
+event time, or returns ``None`` having changed nothing, and the caller runs the reference path,
+which decides rejections, lateness and overflow with their messages. It therefore only accepts:
+
+- a payload that ``orjson`` parses to an object, within ``max_payload_bytes``;
+- every declared scalar field absent, null, or already of its exact Python type (a ``double`` field
+  holding an integer, which the reference converts, goes to the reference path); objects, arrays and
+  maps are checked and converted by the reference's own check (:func:`check_value`), and paths into
+  them read the converted value, as the reference's parsed row does;
+- key and event time present, the event time neither absurd nor late;
+- every ``sum`` it feeds staying in its type's range.
+
+Topics it cannot specialise (two ``sum`` rules on one column of a table) get no handler: all their
+events take the reference path. Generated code names nothing from the catalog as code: field names
+are ``repr`` string constants, literals and paths live in the function's globals, locals are numbered.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from widehouse.catalog.eventtime import EventTimeRules
+from widehouse.catalog.filters import (
+    And,
+    Compare,
+    Expr,
+    FieldRef,
+    InList,
+    IsNull,
+    Literal,
+    Not,
+    Or,
+    Path,
+    get_path,
+)
+from widehouse.catalog.model import Topic
+from widehouse.catalog.semantics.fold import WideRows, sum_in_range
+from widehouse.catalog.semantics.parse import check_value
+from widehouse.catalog.types import INT32, INT64
+
+Handler = Callable[[bytes, int], int | None]
+"""``handler(payload, publish_ms)`` -> the event time if the event was folded, None if not touched."""
+
+_RANGES = {"long": INT64, "timestamp-ms": INT64, "int": INT32}
+
+
+_PY_OPS = {"=": "==", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+
+
+class _Filters:
+    """Renders filters to Python expressions with the reference's three-valued logic
+    (:func:`widehouse.catalog.filters.compile_predicate`): ``true(e)`` is an expression that is True
+    exactly when ``e`` is *true* (not false, not unknown), ``false(e)`` when it is *false*."""
+
+    def __init__(self, env: dict[str, Any], top: dict[str, str]) -> None:
+        self.env = env
+        self.top = top  # top-level field name -> the local holding its checked value
+
+    def _constant(self, value: object) -> str:
+        name = f"L{len([k for k in self.env if k.startswith('L')])}"
+        self.env[name] = value
+        return name
+
+    def _ref(self, path: Path) -> str:
+        if len(path) == 1:
+            return self.top[path[0]]
+        return f"get_path({self.top[path[0]]}, {self._constant(path[1:])})"
+
+    def _operand(self, node: FieldRef | Literal) -> tuple[str, bool]:
+        """(expression, may be None)."""
+        if isinstance(node, Literal):
+            return self._constant(node.value), False
+        return self._ref(node.path), True
+
+    def _compare(self, e: Compare, negate: bool) -> str:
+        (a, a_null), (b, b_null) = self._operand(e.left), self._operand(e.right)
+        known = [f"{x} is not None" for x, nullable in ((a, a_null), (b, b_null)) if nullable]
+        test = f"{a} {_PY_OPS[e.op]} {b}"
+        return "(" + " and ".join([*known, f"not ({test})" if negate else f"({test})"]) + ")"
+
+    def true(self, e: Expr) -> str:  # noqa: PLR0911 - one branch per node kind
+        if isinstance(e, And):
+            return "(" + " and ".join(self.true(i) for i in e.items) + ")"
+        if isinstance(e, Or):
+            return "(" + " or ".join(self.true(i) for i in e.items) + ")"
+        if isinstance(e, Not):
+            return self.false(e.item)
+        if isinstance(e, Compare):
+            return self._compare(e, negate=False)
+        if isinstance(e, InList):
+            v = self._ref(e.operand.path)
+            values = self._constant(tuple(x.value for x in e.values))
+            return f"({v} is not None and {v} {'not in' if e.negated else 'in'} {values})"
+        if isinstance(e, IsNull):
+            return f"({self._ref(e.operand.path)} is {'not ' if e.negated else ''}None)"
+        v = self._ref(e.operand.path)
+        return f"({v} is not None and bool({v}))"
+
+    def false(self, e: Expr) -> str:  # noqa: PLR0911 - one branch per node kind
+        if isinstance(e, And):
+            return "(" + " or ".join(self.false(i) for i in e.items) + ")"
+        if isinstance(e, Or):
+            return "(" + " and ".join(self.false(i) for i in e.items) + ")"
+        if isinstance(e, Not):
+            return self.true(e.item)
+        if isinstance(e, Compare):
+            return self._compare(e, negate=True)
+        if isinstance(e, InList):
+            v = self._ref(e.operand.path)
+            values = self._constant(tuple(x.value for x in e.values))
+            return f"({v} is not None and {v} {'in' if e.negated else 'not in'} {values})"
+        if isinstance(e, IsNull):
+            return f"({self._ref(e.operand.path)} is {'' if e.negated else 'not '}None)"
+        v = self._ref(e.operand.path)
+        return f"({v} is not None and not {v})"
+
+
+def compile_handler(
+    topic: Topic, tables: list[WideRows], rules: EventTimeRules, max_payload_bytes: int
+) -> Handler | None:
+    """The specialised handler of ``topic`` folding into ``tables`` (the tables it feeds, in the
+    order the reference folds them), or None if the topic must always take the reference path."""
+    names = [f.name for f in topic.fields]
+    if topic.key not in names or topic.event_time not in names:
+        return None
+    env: dict[str, Any] = {
+        "loads": orjson.loads,
+        "isfinite": math.isfinite,
+        "in_range": sum_in_range,
+        "check": check_value,
+        "get_path": get_path,
+        "dict_type": dict,
+        "int_type": int,
+        "float_type": float,
+        "str_type": str,
+        "bool_type": bool,
+    }
+    local = {f.name: f"f{i}" for i, f in enumerate(topic.fields)}
+    lines = _parse_lines(topic, env, local, rules, max_payload_bytes)
+    checks: list[str] = []  # values, filters and overflow checks: nothing changes before they pass
+    applies: list[str] = []
+    filters = _Filters(env, local)
+    for t, rows in enumerate(tables):
+        table = _table_lines(t, rows, topic, env, local, filters)
+        if table is None:
+            return None
+        checks += table[0]
+        applies += table[1]
+    source = "\n".join([*lines, *checks, *applies, f"    return {local[topic.event_time]}", ""])
+    exec(compile(source, f"<widehouse fast path: {topic.name}>", "exec"), env)  # noqa: S102
+    handler: Handler = env["handle"]
+    handler.__doc__ = source  # what it runs, for a reader in a debugger
+    return handler
+
+
+def _parse_lines(
+    topic: Topic, env: dict[str, Any], local: dict[str, str], rules: EventTimeRules, max_payload_bytes: int
+) -> list[str]:
+    """Parse, check every declared field, classify the event time: ``return None`` on any doubt."""
+    lines = [
+        "def handle(body, publish_ms):",
+        f"    if not body or len(body) > {int(max_payload_bytes)}:",
+        "        return None",
+        "    try:",
+        "        d = loads(body)",
+        "    except Exception:",
+        "        return None",
+        "    if type(d) is not dict_type:",
+        "        return None",
+    ]
+    for i, field in enumerate(topic.fields):
+        v, kind = local[field.name], field.type.kind
+        lines.append(f"    {v} = d.get({field.name!r})")
+        if kind in _RANGES:
+            low, high = _RANGES[kind]
+            cond = f"type({v}) is not int_type or not {low} <= {v} <= {high}"
+        elif kind == "string":
+            cond = f"type({v}) is not str_type"
+        elif kind == "double":
+            cond = f"type({v}) is not float_type or not isfinite({v})"
+        elif kind == "boolean":
+            cond = f"type({v}) is not bool_type"
+        else:  # objects, arrays, maps: the reference's check, keeping its converted value
+            env[f"T{i}"] = field.type
+            lines += [
+                f"    if {v} is not None:",
+                "        problem = []",
+                f"        {v} = check(T{i}, {v}, '', problem)",
+                "        if problem:",
+                "            return None",
+            ]
+            continue
+        lines += [f"    if {v} is not None and ({cond}):", "        return None"]
+    key, et = local[topic.key], local[topic.event_time]
+    return [
+        *lines,
+        f"    if {key} is None or {et} is None or {et} <= 0:",
+        "        return None",
+        f"    behind = publish_ms - {et}",
+        f"    if -behind > {rules.max_future_ms} or behind > {min(rules.max_age_ms, rules.lateness_ms)}:",
+        "        return None",
+    ]
+
+
+def _table_lines(  # noqa: PLR0917 - the generator's shared state, named at the one call site
+    t: int, rows: WideRows, topic: Topic, env: dict[str, Any], local: dict[str, str], filters: _Filters
+) -> tuple[list[str], list[str]] | None:
+    """(checks, applies) folding the event into table number ``t``; None if it cannot be compiled."""
+    key, et = local[topic.key], local[topic.event_time]
+    env[f"R{t}"], env[f"E{t}"] = rows.rows, rows.empty
+    index = {c.name: n for n, c in enumerate(rows.table.columns)}
+    mappings = topic.mappings_for(rows.table.name)
+    sums = [index[m.column] for m in mappings if m.agg == "sum"]
+    if len(sums) != len(set(sums)):
+        return None  # the reference carries a pending total between them
+    s = f"s{t}"
+    checks = [f"    k{t} = ({key}, {et} - {et} % {int(rows.period_ms)})", f"    {s} = R{t}.get(k{t})"]
+    applies = [f"    if {s} is None:", f"        {s} = R{t}[k{t}] = list(E{t})"]
+    for r, m in enumerate(mappings):
+        col = index[m.column]
+        p, v = f"p{t}_{r}", f"v{t}_{r}"
+        checks.append(f"    {p} = {filters.true(m.filter.expr) if m.filter is not None else True}")
+        if m.agg == "count":
+            applies += [f"    if {p}:", f"        {s}[{col}] += 1"]
+            continue
+        assert m.field is not None
+        if len(m.field) == 1:
+            getter = local[m.field[0]]
+        else:  # a path into an object field's checked value, as the reference reads it
+            env[f"G{t}_{r}"] = m.field[1:]
+            getter = f"get_path({local[m.field[0]]}, G{t}_{r})"
+        checks.append(f"    {v} = {getter} if {p} else None")
+        if m.agg == "sum":
+            checks += [
+                f"    if {v} is not None:",
+                f"        c = {s}[{col}] if {s} is not None else None",
+                f"        {v} = {v} if c is None else c + {v}",
+                f"        if not in_range({v}):",
+                "            return None",
+            ]
+            applies += [f"    if {v} is not None:", f"        {s}[{col}] = {v}"]
+        else:
+            applies += _keep_lines(m.agg, f"{s}[{col}]", v, et)
+    return checks, applies
+
+
+def _keep_lines(agg: str, cell: str, v: str, et: str) -> list[str]:
+    """min / max keep the smaller / larger value; first / last the smaller / larger (time, value)."""
+    op = "<" if agg in ("min", "first") else ">"
+    new = v if agg in ("min", "max") else f"({et}, {v})"
+    return [
+        f"    if {v} is not None:",
+        f"        q = {new}",
+        f"        c = {cell}",
+        f"        if c is None or q {op} c:",
+        f"            {cell} = q",
+    ]
