@@ -11,7 +11,9 @@ Runs on this machine with the local services (Pulsar, the ClickHouse service, De
 - **freshness** (``--freshness``; slow): publish at ``--rate`` for ``--seconds`` with the generator
   co-located, 5 s trigger;
 - **CPU per event**: the transform (parse + classify + fold) in this process (``bench.transform``);
-  reading from Pulsar is not included.
+  reading from Pulsar is not included;
+- **vs the idiomatic alternative**: ``bench.idiomatic`` (same source, per-topic ``from_json`` +
+  ``unionByName`` + ``groupBy`` vs the stream's transform and merge; ``--no-idiomatic`` skips it).
 
 Prints the table (figure, before, now, target, met) and writes PNG plots beside the JSON results:
 events/s over time per group, per-phase batch cost before and after, freshness distribution.
@@ -151,6 +153,11 @@ def measure(args: argparse.Namespace, bench: Bench) -> dict[str, Any]:
         fresh = part_freshness(bench, args.rate, args.seconds)
         now["freshness_p95"] = fresh["p95"]
         now["freshness"] = fresh
+    if args.idiomatic:
+        from bench.idiomatic import measure as idiomatic
+
+        now["idiomatic"] = idiomatic(bench, args.idiomatic_events, 3)
+        now["idiomatic_ratio"] = now["idiomatic"]["ratio"]
     catalog, batches = source_batches(100_000)
     cpu = statistics.median(run_once(catalog, batches)[0] for _ in range(3))
     now["cpu_us"] = cpu / sum(b.num_rows for b in batches) * 1e6
@@ -168,7 +175,7 @@ def render(now: dict[str, Any], rate: float) -> str:
         met = got >= value if higher else got <= value
         rows.append((figure.replace("--rate", f"{rate:g}"), before, got, target, "yes" if met else "no"))
     return table(
-        "\nissue 15 targets (2-core box shared with other engineers' jobs)",
+        "\nissue 15 targets (this 2-core box, services co-located)",
         ("figure", "before", "now", "target", "met"),
         rows,
     )
@@ -255,6 +262,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--rate", type=float, default=10_000.0)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--log-batches", action="store_true")
+    parser.add_argument(
+        "--no-idiomatic", dest="idiomatic", action="store_false", help="skip the idiomatic-alternative run"
+    )
+    parser.add_argument("--idiomatic-events", type=int, default=200_000)
     args = parser.parse_args(argv)
     if args.log_batches:
         import logging
@@ -271,6 +282,10 @@ def main(argv: list[str]) -> int:
     print(f"\nfixed cost phases (median of the 1-message batches, s): {now['fixed_cost_phases']}")
     checks = (now.get("drain_default_check"), now.get("topics_1000_check", "-"))
     print(f"drain check: {checks[0]}; 1,000 topics check: {checks[1]}")
+    if "idiomatic" in now:
+        from bench.idiomatic import render as render_idiomatic
+
+        print(render_idiomatic(now["idiomatic"]))
     path = save("stream_targets", now)
     for plot in plots(now, path.with_suffix("")):
         print(f"plot: {plot}")

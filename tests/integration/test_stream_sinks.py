@@ -38,21 +38,22 @@ def test_tables_are_created_once_and_replayed_batches_change_nothing(settings: S
         "stream_progress",
     } <= tables
 
+    app = f"a-{uuid.uuid4().hex[:8]}"  # the service outlives a run: no old rows or tokens
     rows = pa.table(
         {
-            "app": ["a", "a"], "group": ["g", "g"], "batch_id": pa.array([5, 5], pa.int64()),
+            "app": [app, app], "group": ["g", "g"], "batch_id": pa.array([5, 5], pa.int64()),
             "topic": ["persistent://t/n/x", "persistent://t/n/x"], "message_id": ["1:1:0", "1:2:0"],
             "publish_time": pa.array([1_700_000_000_000_000] * 2, pa.timestamp("us", tz="UTC")),
             "reason": ["malformed_json", "empty_payload"], "detail": ["", ""],
             "payload": pa.array([b"{x", b""], pa.binary()), "payload_bytes": pa.array([2, 0], pa.int64()),
         }
     ).cast(QUARANTINE_SHAPE.arrow_schema())  # fmt: skip
-    batch = BatchIdentity("dedup-test", "g", 5)
+    batch = BatchIdentity(app, "g", 5)
     assert client.insert(QUARANTINE, rows, batch.token(QUARANTINE)) == 2
     client.insert(QUARANTINE, rows, batch.token(QUARANTINE))  # the same batch replayed after a crash
-    count = "SELECT count() FROM quarantine WHERE app = 'a' AND batch_id = 5"
+    count = f"SELECT count() FROM quarantine WHERE app = '{app}' AND batch_id = 5"
     assert client.query(count).result_rows == [(2,)]
-    client.insert(QUARANTINE, rows, BatchIdentity("dedup-test", "g", 6).token(QUARANTINE))  # new data
+    client.insert(QUARANTINE, rows, BatchIdentity(app, "g", 6).token(QUARANTINE))  # new data
     assert client.query(count).result_rows == [(4,)]
 
 

@@ -68,9 +68,10 @@ class Publisher:
         self._builder = _pulsar.MessageBuilder
         self._ok = _pulsar.Result.Ok
         self.stats = PublishStats()
-        # The C++ client's own logger: the default bridge to Python logging takes the GIL for every
-        # log call on the client's threads (a few per cent of the send rate).
-        logging_options = {"logger": pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn)} if native_logger else {}
+        # connect() gives the C++ client its own console logger; native_logger=False hands it a Python
+        # logger instead (the bridge takes the GIL for every log call on the client's threads, a few
+        # per cent of the send rate: `bench generator --python-logger` shows it).
+        logging_options = {} if native_logger else {"logger": logging.getLogger("widehouse.pulsar.client")}
         self.client = pulsar_client.connect(settings, io_threads=1, **logging_options)
         self.producers: list[list[Any]] = []
         self._raw: list[list[Any]] = []

@@ -391,6 +391,31 @@ def transform(batches: Iterator[pa.RecordBatch], plan: TransformPlan) -> Iterato
     yield from acc.batches(schema)
 
 
+PACKED_SCHEMA = pa.schema([pa.field("wh_ipc", pa.binary(), nullable=False)])
+"""What :func:`transform_packed` yields: one Arrow IPC stream per output batch, in a binary cell."""
+
+
+def transform_packed(batches: Iterator[pa.RecordBatch], plan: TransformPlan) -> Iterator[pa.RecordBatch]:
+    """:func:`transform`, each output batch shipped as one Arrow IPC stream in one binary cell.
+
+    The tagged output is wide (every table's columns) and sparse (a row fills one table's columns):
+    handed to Spark as is, every cell crosses into Spark's rows and back into Arrow for ``toArrow``.
+    As one opaque cell per batch it crosses as bytes; :func:`unpack` restores the tagged table."""
+    for batch in transform(batches, plan):
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, batch.schema) as writer:
+            writer.write_batch(batch)
+        cell = pa.array([sink.getvalue().to_pybytes()], pa.binary())
+        yield pa.RecordBatch.from_arrays([cell], schema=PACKED_SCHEMA)
+
+
+def unpack(packed: pa.Table, plan: TransformPlan) -> pa.Table:
+    """The tagged output (:func:`output_schema`) from :func:`transform_packed`'s cells."""
+    schema = output_schema(plan)
+    tables = [pa.ipc.open_stream(cell.as_buffer()).read_all() for cell in packed.column("wh_ipc")]
+    return pa.concat_tables(tables) if tables else schema.empty_table()
+
+
 def _micros(column: pa.Array) -> list[int]:
     """Epoch microseconds of a timestamp column as Python ints (0 for nulls)."""
     as_us = column.cast(TIMESTAMP) if column.type != TIMESTAMP else column

@@ -229,3 +229,16 @@ def test_hour_counts_split_by_publish_hour_and_summed_over_partitions(catalog: C
     ]
     assert sorted(got) == sorted([(unknown, h10, 3, 0, 3), (unknown, h11, 2, 0, 2), (known, h11, 1, 0, 1)])
     assert {(r["app"], r["group"], r["batch_id"]) for r in rows} == {("app", "g1", 7)}
+
+
+def test_the_packed_output_unpacks_to_the_same_rows(catalog: Catalog, batch: pa.RecordBatch) -> None:
+    """What the stream ships through Spark (IPC bytes per output batch) is the tagged output, exactly."""
+    from widehouse.stream.transform import PACKED_SCHEMA, transform_packed, unpack
+
+    plan = TransformPlan.for_topics(catalog, sorted(set(batch.column("__topic").to_pylist())))
+    pieces = [batch.slice(j, 1000) for j in range(0, batch.num_rows, 1000)]
+    packed = pa.Table.from_batches(list(transform_packed(iter(pieces), plan)), schema=PACKED_SCHEMA)
+    assert packed.num_rows > 1  # more than one output batch: every cell is read back
+    plain = pa.Table.from_batches(list(transform(iter(pieces), plan)), schema=output_schema(plan))
+    assert unpack(packed, plan).equals(plain)
+    assert unpack(packed.slice(0, 0), plan).schema == output_schema(plan)

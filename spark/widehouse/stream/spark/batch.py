@@ -2,10 +2,11 @@
 
 ``BatchWriter(...)(df, batch_id)`` is the ``foreachBatch`` function of a group's query:
 
-1. ``mapInArrow`` runs :func:`widehouse.stream.transform.transform` over the batch (parse every
-   topic by its schema, classify, fold events into partial rows per (table, key, hour)) and one
-   Spark job brings the (already collapsed) output to the driver as Arrow: the Pulsar data is read
-   once, whatever the number of topics and sinks, and both sinks write the same rows.
+1. ``mapInArrow`` runs :func:`widehouse.stream.transform.transform_packed` over the batch (parse
+   every topic by its schema, classify, fold events into partial rows per (table, key, hour)) and
+   one Spark job brings the (already collapsed) output to the driver as Arrow IPC bytes, unpacked
+   there: the Pulsar data is read once, whatever the number of topics and sinks, and both sinks
+   write the same rows.
 2. Per wide table, partial rows from all input partitions are merged per (key, hour) on the driver
    with the catalog's merge functions (sum, min, max, first/last by event time), in Arrow; a partial
    sum that would overflow the merge is quarantined with reason ``overflow`` first (``merge.settle``).
@@ -40,7 +41,14 @@ from widehouse.stream.tables import (
     PROGRESS_SHAPE,
     QUARANTINE,
 )
-from widehouse.stream.transform import KIND_LATE, KIND_QUARANTINE, TransformPlan, output_schema, transform
+from widehouse.stream.transform import (
+    KIND_LATE,
+    KIND_QUARANTINE,
+    PACKED_SCHEMA,
+    TransformPlan,
+    transform_packed,
+    unpack,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -136,13 +144,13 @@ class BatchWriter:
         started = time.time()
         clock = _Clock()
         identity = BatchIdentity(self.app, self.group, batch_id)
-        schema = from_arrow_schema(output_schema(self.plan))
         mapped = df.select("value", "__topic", "__messageId", "__publishTime").mapInArrow(
-            functools.partial(transform, plan=self.plan), schema
+            functools.partial(transform_packed, plan=self.plan), from_arrow_schema(PACKED_SCHEMA)
         )
         # One Spark job reads the batch once and brings the (already collapsed) output to the driver;
-        # both sinks then write the same Arrow data: no recomputation, identical on replay.
-        out = mapped.toArrow()
+        # both sinks then write the same Arrow data: no recomputation, identical on replay. The output
+        # travels as Arrow IPC bytes (one cell per output batch), not as wide sparse Spark rows.
+        out = unpack(mapped.toArrow(), self.plan)
         clock.lap("read+transform")
         # partial sums that would overflow their merge go to quarantine (reason overflow), not wrapped
         out = merge.settle(out, self.plan)
