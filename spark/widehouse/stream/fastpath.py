@@ -48,14 +48,10 @@ from widehouse.catalog.filters import (
 )
 from widehouse.catalog.model import Topic
 from widehouse.catalog.semantics.fold import WideRows, sum_in_range
-from widehouse.catalog.semantics.parse import check_value
-from widehouse.catalog.types import INT32, INT64
+from widehouse.catalog.semantics.parse import INTEGER_RANGES, check_value
 
 Handler = Callable[[bytes, int], int | None]
 """``handler(payload, publish_ms)`` -> the event time if the event was folded, None if not touched."""
-
-_RANGES = {"long": INT64, "timestamp-ms": INT64, "int": INT32}
-
 
 _PY_OPS = {"=": "==", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
@@ -184,8 +180,8 @@ def _parse_lines(
     for i, field in enumerate(topic.fields):
         v, kind = local[field.name], field.type.kind
         lines.append(f"    {v} = d.get({field.name!r})")
-        if kind in _RANGES:
-            low, high = _RANGES[kind]
+        if kind in INTEGER_RANGES:
+            low, high = INTEGER_RANGES[kind]
             cond = f"type({v}) is not int_type or not {low} <= {v} <= {high}"
         elif kind == "string":
             cond = f"type({v}) is not str_type"

@@ -116,7 +116,8 @@ def parse_event(  # noqa: PLR0911 - one return per rejection reason, in contract
     return Accepted(row, row[topic.key], event_ms, verdict == "late")
 
 
-_SCALAR_CHECKS = {"long": INT64, "timestamp-ms": INT64, "int": INT32}
+INTEGER_RANGES: dict[str, tuple[int, int]] = {"long": INT64, "timestamp-ms": INT64, "int": INT32}
+"""The inclusive range of each integer kind (what :func:`parse_event` accepts in such a field)."""
 _PLANS: dict[int, tuple[tuple[Field, ...], list[tuple[str, str, tuple[int, int] | None, Field]]]] = {}
 
 
@@ -124,7 +125,7 @@ def _plan(fields: tuple[Field, ...]) -> list[tuple[str, str, tuple[int, int] | N
     """(name, kind, integer range, field) per field, computed once per fields tuple."""
     cached = _PLANS.get(id(fields))
     if cached is None or cached[0] is not fields:
-        plan = [(f.name, f.type.kind, _SCALAR_CHECKS.get(f.type.kind), f) for f in fields]
+        plan = [(f.name, f.type.kind, INTEGER_RANGES.get(f.type.kind), f) for f in fields]
         cached = _PLANS[id(fields)] = (fields, plan)
     return cached[1]
 
