@@ -303,3 +303,57 @@ def test_lag_command_shows_backlog_per_app(services: Settings, ns: str, client: 
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if "lagging" in line)
     assert row.split()[:5] == ["slow", f"{ns}/lagging", "1", "7", "no"], out
+
+
+def test_a_reader_without_metadata_reads_the_same_messages_and_leaves_the_metadata_null(
+    services: Settings, ns: str, client: Any
+) -> None:
+    """``ReadConfig.metadata=False`` (the stream's own source): same payloads, ids and publish times."""
+    import dataclasses
+
+    with PulsarAdmin(services.pulsar) as admin:
+        admin.ensure_partitions(f"persistent://{ns}/lean", 2)
+    sent = publish(client, f"persistent://{ns}/lean", 120, batch=7)
+    sent += publish(client, f"persistent://{ns}/plain", 30)
+    options = parse_options(
+        {
+            "topicsPattern": ".*",
+            "namespaces": ns,
+            "startingOffsets": "earliest",
+            "messagesPerTask": "50",
+            "appId": "lean",
+        },
+        services.pulsar,
+    )
+    controller = StreamController(options)
+    try:
+        start = controller.initial_offset()
+        end = controller.latest_offset(start, None)
+        tasks = controller.plan(start, end)
+        full_config = controller.options.read_config
+        lean_config = dataclasses.replace(full_config, metadata=False)
+        assert full_config.metadata
+        full = [b for task in tasks for b in read_task(task, full_config)]
+        lean = [b for task in tasks for b in read_task(task, lean_config)]
+    finally:
+        controller.stop()
+    import pyarrow as pa
+
+    full_table, lean_table = pa.Table.from_batches(full), pa.Table.from_batches(lean)
+    assert lean_table.schema == full_table.schema and lean_table.num_rows == len(sent) == 150
+    for column in ("value", "__topic", "__messageId", "__publishTime"):
+        assert lean_table.column(column).to_pylist() == full_table.column(column).to_pylist(), column
+    for column in ("__key", "__eventTime", "__properties"):
+        assert lean_table.column(column).null_count == 150, column
+    # the full read's metadata, as publish() set it: key k<i>, property n=i, event time 1000+i ms
+    values = [v.decode() for v in full_table.column("value").to_pylist()]
+    assert sorted(values) == sorted(sent)
+    for value, key, props, event in zip(
+        values,
+        full_table.column("__key").to_pylist(),
+        full_table.column("__properties").to_pylist(),
+        full_table.column("__eventTime").cast(pa.int64()).to_pylist(),
+        strict=True,
+    ):
+        i = int(value.rsplit("#", 1)[1])
+        assert (key, dict(props), event) == (f"k{i}", {"n": str(i)}, (1000 + i) * 1000)

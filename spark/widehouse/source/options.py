@@ -96,6 +96,9 @@ class ReadConfig:
     receiver_queue_size: int = 2000
     fail_on_data_loss: bool = True
     arrow_batch_rows: int = 10_000
+    metadata: bool = True
+    """False: ``__key``, ``__eventTime`` and ``__properties`` are left null (three calls into the
+    client per message a reader that needs only the payload, topic, id and publish time skips)."""
 
 
 @dataclass(frozen=True)

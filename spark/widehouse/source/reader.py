@@ -207,8 +207,24 @@ class _Columns:
         n = len(self.values)
         topics = pa.concat_arrays([pa.array([t] * k, pa.string()) for t, _p, k in self.runs])
         partitions = pa.concat_arrays([pa.array([str(p)] * k, pa.string()) for _t, p, k in self.runs])
-        keys = pa.array(self.keys, pa.string())
-        keys = pc.if_else(pc.equal(keys, ""), pa.scalar(None, pa.string()), keys)
+        ts_type = schema.field("__publishTime").type
+        if len(self.keys) == n:
+            keys = pa.array(self.keys, pa.string())
+            keys = pc.if_else(pc.equal(keys, ""), pa.scalar(None, pa.string()), keys)
+            event_ms = pa.array(self.event, pa.int64())
+            event = pc.if_else(
+                pc.equal(event_ms, 0), pa.scalar(None, ts_type), pc.multiply(event_ms, 1000).cast(ts_type)
+            )
+            properties = pa.MapArray.from_arrays(
+                pa.array(self.prop_offsets, pa.int32()),
+                pa.array(self.prop_keys, pa.string()),
+                pa.array(self.prop_values, pa.string()),
+                type=schema.field("__properties").type,
+            )
+        else:  # read without the metadata (ReadConfig.metadata)
+            keys = pa.nulls(n, pa.string())
+            event = pa.nulls(n, ts_type)
+            properties = pa.nulls(n, schema.field("__properties").type)
         message_ids = pc.binary_join_element_wise(
             pa.array(self.ledgers, pa.int64()).cast(pa.string()),
             pa.array(self.entries, pa.int64()).cast(pa.string()),
@@ -216,18 +232,7 @@ class _Columns:
             pa.array(self.batches, pa.int64()).cast(pa.string()),
             ":",
         )
-        ts_type = schema.field("__publishTime").type
         publish = pc.multiply(pa.array(self.publish, pa.int64()), 1000).cast(ts_type)
-        event_ms = pa.array(self.event, pa.int64())
-        event = pc.if_else(
-            pc.equal(event_ms, 0), pa.scalar(None, ts_type), pc.multiply(event_ms, 1000).cast(ts_type)
-        )
-        properties = pa.MapArray.from_arrays(
-            pa.array(self.prop_offsets, pa.int32()),
-            pa.array(self.prop_keys, pa.string()),
-            pa.array(self.prop_values, pa.string()),
-            type=schema.field("__properties").type,
-        )
         batch = pa.RecordBatch.from_arrays(
             [pa.array(self.values, pa.binary()), topics, keys, message_ids, publish, event, properties],
             schema=schema,
@@ -276,9 +281,17 @@ def _read_slice(  # noqa: PLR0912, PLR0915 (the per-message loop stays inline: t
     waited_since: float | None = None
     lost_reason = ""
     read_next, timeout = reader.read_next, _pulsar.Timeout
+    metadata = config.metadata
     while got < expected:
-        values, keys, publish, event = columns.values, columns.keys, columns.publish, columns.event
-        ledgers, entries, batches = columns.ledgers, columns.entries, columns.batches
+        # bound appends: this loop runs once per message (about 0.1 µs each saved)
+        values = columns.values
+        add_value, add_publish = values.append, columns.publish.append
+        add_ledger, add_entry, add_batch = (
+            columns.ledgers.append,
+            columns.entries.append,
+            columns.batches.append,
+        )
+        add_key, add_event = columns.keys.append, columns.event.append
         prop_offsets, prop_keys, prop_values = columns.prop_offsets, columns.prop_keys, columns.prop_values
         room = min(expected - got, config.arrow_batch_rows - len(values))
         filled = 0
@@ -294,18 +307,19 @@ def _read_slice(  # noqa: PLR0912, PLR0915 (the per-message loop stays inline: t
             if key > end_key:
                 lost_reason = f"reached {key[0]}:{key[1]}:{key[2]}, past the end"
                 break
-            values.append(msg.data())
-            keys.append(msg.partition_key())
-            ledgers.append(key[0])
-            entries.append(key[1])
-            batches.append(key[2])
-            publish.append(msg.publish_timestamp())
-            event.append(msg.event_timestamp())
-            props = msg.properties()
-            if props:
-                prop_keys.extend(props.keys())
-                prop_values.extend(props.values())
-            prop_offsets.append(len(prop_keys))
+            add_value(msg.data())
+            add_ledger(key[0])
+            add_entry(key[1])
+            add_batch(key[2])
+            add_publish(msg.publish_timestamp())
+            if metadata:
+                add_key(msg.partition_key())
+                add_event(msg.event_timestamp())
+                props = msg.properties()
+                if props:
+                    prop_keys.extend(props.keys())
+                    prop_values.extend(props.values())
+                prop_offsets.append(len(prop_keys))
             filled += 1
         got += filled
         waited_since = None if filled else waited_since

@@ -391,7 +391,7 @@ def transform(batches: Iterator[pa.RecordBatch], plan: TransformPlan) -> Iterato
     yield from acc.batches(schema)
 
 
-PACKED_SCHEMA = pa.schema([pa.field("wh_ipc", pa.binary(), nullable=False)])
+PACKED_SCHEMA = pa.schema([pa.field("wh_ipc", pa.binary())])
 """What :func:`transform_packed` yields: one Arrow IPC stream per output batch, in a binary cell."""
 
 

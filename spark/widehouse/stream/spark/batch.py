@@ -2,10 +2,10 @@
 
 ``BatchWriter(...)(df, batch_id)`` is the ``foreachBatch`` function of a group's query:
 
-1. ``mapInArrow`` runs :func:`widehouse.stream.transform.transform_packed` over the batch (parse
-   every topic by its schema, classify, fold events into partial rows per (table, key, hour)) and
-   one Spark job brings the (already collapsed) output to the driver as Arrow IPC bytes, unpacked
-   there: the Pulsar data is read once, whatever the number of topics and sinks, and both sinks
+1. The group's source (:mod:`widehouse.stream.spark.source`) runs
+   :func:`widehouse.stream.transform.transform_packed` inside its reading tasks (parse every topic
+   by its schema, classify, fold events into partial rows per (table, key, hour)) and one Spark job
+   brings the (already collapsed) output to the driver as Arrow IPC bytes, unpacked there: the Pulsar data is read once, whatever the number of topics and sinks, and both sinks
    write the same rows.
 2. Per wide table, partial rows from all input partitions are merged per (key, hour) on the driver
    with the catalog's merge functions (sum, min, max, first/last by event time), in Arrow; a partial
@@ -22,7 +22,6 @@ Progress rows and the group's watermark are computed by :mod:`widehouse.stream.p
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import signal
@@ -44,9 +43,7 @@ from widehouse.stream.tables import (
 from widehouse.stream.transform import (
     KIND_LATE,
     KIND_QUARANTINE,
-    PACKED_SCHEMA,
     TransformPlan,
-    transform_packed,
     unpack,
 )
 
@@ -136,21 +133,17 @@ class BatchWriter:
             self.idle.set()
 
     def _write(self, df: DataFrame, batch_id: int) -> None:
-        from pyspark.sql.pandas.types import from_arrow_schema
-
         from widehouse.source.spark import read_batch_log
         from widehouse.stream.spark.replay import guard_batch
 
         started = time.time()
         clock = _Clock()
         identity = BatchIdentity(self.app, self.group, batch_id)
-        mapped = df.select("value", "__topic", "__messageId", "__publishTime").mapInArrow(
-            functools.partial(transform_packed, plan=self.plan), from_arrow_schema(PACKED_SCHEMA)
-        )
-        # One Spark job reads the batch once and brings the (already collapsed) output to the driver;
-        # both sinks then write the same Arrow data: no recomputation, identical on replay. The output
-        # travels as Arrow IPC bytes (one cell per output batch), not as wide sparse Spark rows.
-        out = unpack(mapped.toArrow(), self.plan)
+        # One Spark job reads the batch once, transformed inside the reading tasks (the group's
+        # source, widehouse.stream.spark.source), and brings the (already collapsed) output to the
+        # driver as Arrow IPC bytes; both sinks then write the same Arrow data: no recomputation,
+        # identical on replay.
+        out = unpack(df.toArrow(), self.plan)
         clock.lap("read+transform")
         # partial sums that would overflow their merge go to quarantine (reason overflow), not wrapped
         out = merge.settle(out, self.plan)

@@ -103,10 +103,10 @@ class StreamApp:
 
     # -- queries -----------------------------------------------------------------------------
     def _start(self, group: GroupSpec) -> Any:
-        from widehouse.source import register, source_options
+        from widehouse.source import source_options
+        from widehouse.stream.spark.source import register_wide_source, wide_source_name
 
         stream = self.settings.stream
-        register(self.spark)
         checkpoint = stream.checkpoint(group.name)
         self._check_checkpoint(group, checkpoint)
         writer = BatchWriter(
@@ -134,7 +134,11 @@ class StreamApp:
             # topics moved here by a replan continue where their old group committed them
             startAfter=start_after(self.spark, stream, group.name, group.topics),
         )
-        reader = self.spark.readStream.format("pulsar").options(**options).load()
+        # the group's own format: the pulsar source, transformed inside the reading tasks
+        name = register_wide_source(
+            self.spark, wide_source_name(stream.app, group.name, writer.plan), writer.plan
+        )
+        reader = self.spark.readStream.format(name).options(**options).load()
         writer_stream = (
             reader.writeStream.queryName(f"{stream.app}:{group.name}")
             .option("checkpointLocation", checkpoint)

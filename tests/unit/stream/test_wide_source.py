@@ -1,0 +1,65 @@
+"""The stream's own source format (widehouse.stream.spark.source): its name and how Spark ships it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from pyspark import cloudpickle  # what Spark pickles commands and data sources with
+
+from widehouse.catalog import load_catalog
+from widehouse.stream.spark.source import PACKED_DDL, WideStreamReader, wide_source, wide_source_name
+from widehouse.stream.transform import TransformPlan
+
+SCHEMAS = Path(__file__).resolve().parents[3] / "schemas"
+
+
+def _plan(topics: int = 3, **kwargs: object) -> TransformPlan:
+    catalog = load_catalog(SCHEMAS)
+    return TransformPlan.for_topics(catalog, [str(t.name) for t in catalog.topics[:topics]], **kwargs)  # type: ignore[arg-type]
+
+
+def test_the_name_is_stable_and_changes_with_the_plan() -> None:
+    plan = _plan()
+    name = wide_source_name("app-1", "g001", plan)
+    assert name == wide_source_name("app-1", "g001", _plan())
+    assert name.startswith("widehouse_wide_app_1_g001_") and name.replace("_", "").isalnum()
+    assert wide_source_name("app-1", "g002", plan) != name
+    assert wide_source_name("app-1", "g001", _plan(payload_limit=10)) != name
+    relocated = TransformPlan(plan.catalog.relocated("x1"), plan.tables)
+    assert wide_source_name("app-1", "g001", relocated) != name
+    fewer = TransformPlan(plan.catalog, plan.tables[:1])
+    assert wide_source_name("app-1", "g001", fewer) != name
+
+
+def test_the_class_travels_by_value_with_its_plan(tmp_path: Path) -> None:
+    """Spark pickles a registered data source with cloudpickle into processes that never saw it."""
+    plan = _plan()
+    cls = wide_source("widehouse_wide_x", plan)
+    blob = tmp_path / "source.pkl"
+    blob.write_bytes(cloudpickle.dumps(cls))
+    check = textwrap.dedent(
+        f"""
+        import pickle, sys
+        cls = pickle.loads(open({str(blob)!r}, "rb").read())
+        assert cls.name() == "widehouse_wide_x", cls.name()
+        source = cls({{}})
+        assert source.schema() == {PACKED_DDL!r}
+        print(cls.__module__, cls.__qualname__)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)
+    assert "WideDataSource" in out.stdout
+
+
+def test_the_reader_skips_the_metadata_the_transform_does_not_read() -> None:
+    from widehouse.settings import load_settings
+    from widehouse.source.options import parse_options
+
+    settings = load_settings({})
+    options = parse_options({"topics": "persistent://t/n/a"}, settings.pulsar)
+    reader = WideStreamReader(options, _plan())
+    assert reader.read_config.metadata is False
+    assert options.read_config.metadata is True
