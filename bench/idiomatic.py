@@ -5,9 +5,11 @@ mode (``spark.read.format("pulsar")``, earliest to latest, the topics feeding ``
 the same per-(key, hour) rows of that table, and bring them to the driver as Arrow, where the sinks
 would take them (the sinks would write the same collapsed rows for both, so both leave them out):
 
-- **ours**: what a stream batch does: ``mapInArrow`` of :func:`widehouse.stream.transform.transform`
-  (compiled per-topic parse + classify + fold per input partition), ``toArrow``, then the driver's
-  merge of the partials per (key, hour) (``merge.settle`` + ``merge.partials``);
+- **ours**: what a stream batch does: the stream's own format (:mod:`widehouse.stream.spark.source`:
+  the same Pulsar reading tasks, each running the compiled per-topic parse + classify + fold over
+  what it reads), ``toArrow`` of the packed partials, then the driver's merge per (key, hour)
+  (``merge.settle`` + ``merge.partials``); also **ours, through mapInArrow**: the same transform
+  applied to the ``pulsar`` format's rows (the design before, every message crossing the JVM);
 - **idiomatic**: per topic ``where(__topic = t)`` + ``from_json(value, topic schema)``, the
   event-time rule as a filter (key and event time present, not absurd, not late), one column per
   mapping (``when(filter, value)``), ``unionByName(allowMissingColumns=True)`` over the topics, and
@@ -95,8 +97,24 @@ def idiomatic_rows(df: Any, catalog: Any, topics: list[str]) -> Any:
     return union.groupBy("wh_key", "wh_hour").agg(*aggs)
 
 
-def our_rows(df: Any, catalog: Any) -> Any:
-    """A function running the stream's own transform and merge over the source rows, as a batch does."""
+def our_rows(spark: Any, options: dict[str, str], catalog: Any) -> Any:
+    """A function running the stream's source (read + transform per task) and merge, as a batch does."""
+    from widehouse.stream import merge
+    from widehouse.stream.spark.source import register_wide_source
+    from widehouse.stream.transform import TransformPlan, unpack
+
+    plan = TransformPlan(catalog, (TABLE,))
+    name = register_wide_source(spark, "widehouse_wide_bench", plan)
+
+    def run() -> Any:
+        packed = spark.read.format(name).options(**options).load().toArrow()
+        return merge.partials(merge.settle(unpack(packed, plan), plan), plan, TABLE)
+
+    return run
+
+
+def our_rows_mapped(df: Any, catalog: Any) -> Any:
+    """The same transform as ``mapInArrow`` over the ``pulsar`` format's rows (the design before)."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
     from widehouse.stream import merge
@@ -140,7 +158,7 @@ def measure(bench: Bench, events: int, runs: int) -> dict[str, Any]:
         df.write.format("noop").mode("overwrite").save()
         return 0
 
-    ours = our_rows(df, catalog)
+    ours, ours_mapped = our_rows(spark, options, catalog), our_rows_mapped(df, catalog)
 
     def idiomatic() -> int:
         # a new plan per run: re-running one DataFrame would reuse its shuffle files from the last run
@@ -156,6 +174,7 @@ def measure(bench: Bench, events: int, runs: int) -> dict[str, Any]:
     sides = {
         "read only": read_only,
         "ours": lambda: int(ours().num_rows),
+        "ours, through mapInArrow": lambda: int(ours_mapped().num_rows),
         "idiomatic": idiomatic,
         "idiomatic, source cached": idiomatic_cached,
     }

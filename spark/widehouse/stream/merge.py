@@ -82,8 +82,9 @@ def partials(out: pa.Table, plan: TransformPlan, name: str) -> pa.Table:
     table = plan.catalog.table(name)
     prefix = plan.prefix(name)
     names = [table.key_name, "hour", *[c.name for c in table.columns]]
-    rows = out.filter(pc.and_(pc.equal(out["wh_kind"], KIND_PARTIAL), pc.equal(out["wh_table"], name)))
-    rows = rows.select([prefix + n for n in names]).rename_columns(names)
+    mask = pc.and_(pc.equal(out["wh_kind"], KIND_PARTIAL), pc.equal(out["wh_table"], name))
+    # select before filtering: the output carries every table's columns, a filter copies them all
+    rows = out.select([prefix + n for n in names]).filter(mask).rename_columns(names)
     return merge(rows, table)
 
 
@@ -106,21 +107,23 @@ def overflows(rows: pa.Table, table: WideTable) -> list[Overflow]:
     :func:`partials` merges) merges within range; see the module docstring for the rule."""
     keys = [table.key_name, "hour"]
     found: list[Overflow] = []
-    for column in table.columns:
-        if column.agg != "sum" or rows.num_rows == 0:
-            continue
+    columns = [c for c in table.columns if c.agg == "sum"]
+    if not columns or rows.num_rows == 0:
+        return found
+    # every sum column's totals per (key, hour) in one grouping (exact: long sums as decimals)
+    exact = {
+        f"s{i}": rows[c.name] if pa.types.is_floating(rows[c.name].type) else rows[c.name].cast(_EXACT)
+        for i, c in enumerate(columns)
+    }
+    sums = (
+        pa.table({**{k: rows[k] for k in keys}, **exact})
+        .group_by(keys, use_threads=False)
+        .aggregate([(name, "sum") for name in exact])
+    )
+    for i, column in enumerate(columns):
         values = rows[column.name]
         is_double = pa.types.is_floating(values.type)
-        flat = pa.table(
-            {
-                **{k: rows[k] for k in keys},
-                "v": values,
-                "s": values if is_double else values.cast(_EXACT),
-                "i": pa.array(range(rows.num_rows), pa.int64()),
-            }
-        )
-        sums = flat.group_by(keys, use_threads=False).aggregate([("s", "sum")])
-        total = sums["s_sum"]
+        total = sums[f"s{i}_sum"]
         bad = (
             pc.invert(pc.is_finite(total))
             if is_double
@@ -129,7 +132,10 @@ def overflows(rows: pa.Table, table: WideTable) -> list[Overflow]:
         flagged = sums.filter(bad)
         if flagged.num_rows == 0:
             continue
-        present = flat.select([*keys, "v", "i"]).filter(pc.is_valid(flat["v"]))
+        flat = pa.table(
+            {**{k: rows[k] for k in keys}, "v": values, "i": pa.array(range(rows.num_rows), pa.int64())}
+        )
+        present = flat.filter(pc.is_valid(flat["v"]))
         members = present.join(flagged.select(keys), keys=keys, join_type="inner")
         groups: dict[tuple[Any, dt.datetime], list[tuple[Any, int]]] = defaultdict(list)
         for row in members.to_pylist():
@@ -166,7 +172,7 @@ def settle(out: pa.Table, plan: TransformPlan) -> pa.Table:
         if len(where) == 0:
             continue
         names = [table.key_name, "hour", *[c.name for c in table.columns]]
-        rows = out.take(where).select([prefix + n for n in names]).rename_columns(names)
+        rows = out.select([prefix + n for n in names]).take(where).rename_columns(names)
         numbered: dict[tuple[str, Any, dt.datetime], int] = defaultdict(int)
         for found in overflows(rows, table):
             nulled[prefix + found.column].append(where[found.row].as_py())

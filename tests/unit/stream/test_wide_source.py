@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 from pyspark import cloudpickle  # what Spark pickles commands and data sources with
 
@@ -54,12 +55,19 @@ def test_the_class_travels_by_value_with_its_plan(tmp_path: Path) -> None:
     assert "WideDataSource" in out.stdout
 
 
-def test_the_reader_skips_the_metadata_the_transform_does_not_read() -> None:
+def test_the_reading_task_skips_the_metadata_the_transform_does_not_read(monkeypatch: Any) -> None:
+    from widehouse.pulsar.positions import Mark
     from widehouse.settings import load_settings
     from widehouse.source.options import parse_options
+    from widehouse.source.planning import ReadTask, Slice
+    from widehouse.source.spark import PulsarInputPartition
+    from widehouse.stream.spark import source
 
+    seen = []
+    monkeypatch.setattr(source, "read_task", lambda task, config: seen.append(config) or iter(()))
     settings = load_settings({})
-    options = parse_options({"topics": "persistent://t/n/a"}, settings.pulsar)
-    reader = WideStreamReader(options, _plan())
-    assert reader.read_config.metadata is False
-    assert options.read_config.metadata is True
+    options = parse_options({"topics": "persistent://t/n/a", "appId": "x"}, settings.pulsar)
+    piece = Slice("persistent://t/n/a", -1, Mark(None, -1), Mark(None, -1))
+    partition = PulsarInputPartition(ReadTask((piece,)))
+    assert list(WideStreamReader(options, _plan()).read(partition)) == []
+    assert seen and seen[0].metadata is False and options.read_config.metadata is True

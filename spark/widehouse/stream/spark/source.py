@@ -22,9 +22,14 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from widehouse.errors import ConfigError
-from widehouse.source.options import SourceOptions, parse_options
+from widehouse.source.options import ReadConfig, SourceOptions, parse_options
 from widehouse.source.reader import read_task
-from widehouse.source.spark import PulsarDataSource, PulsarInputPartition, PulsarStreamReader
+from widehouse.source.spark import (
+    PulsarBatchReader,
+    PulsarDataSource,
+    PulsarInputPartition,
+    PulsarStreamReader,
+)
 from widehouse.stream.transform import TransformPlan, transform_packed
 
 if TYPE_CHECKING:
@@ -37,19 +42,36 @@ PACKED_DDL = "wh_ipc binary"
 """The Spark schema of :data:`widehouse.stream.transform.PACKED_SCHEMA`."""
 
 
+def _transformed(
+    partition: InputPartition, config: ReadConfig, plan: TransformPlan
+) -> Iterator[pa.RecordBatch]:
+    """What a reading task yields: the transform's packed output over the task's messages."""
+    if not isinstance(partition, PulsarInputPartition):  # Spark's stand-in for "no partitions"
+        return iter(())
+    # the transform reads the payload, topic, id and publish time only
+    return transform_packed(read_task(partition.task, dataclasses.replace(config, metadata=False)), plan)
+
+
 class WideStreamReader(PulsarStreamReader):
     """The ``pulsar`` stream reader whose tasks yield the transform's packed output."""
 
     def __init__(self, options: SourceOptions, plan: TransformPlan) -> None:
         super().__init__(options)
-        # the transform reads the payload, topic, id and publish time only
-        self.read_config = dataclasses.replace(self.read_config, metadata=False)
         self.plan = plan
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        if not isinstance(partition, PulsarInputPartition):  # Spark's stand-in for "no partitions"
-            return iter(())
-        return transform_packed(read_task(partition.task, self.read_config), self.plan)
+        return _transformed(partition, self.read_config, self.plan)
+
+
+class WideBatchReader(PulsarBatchReader):
+    """The same for ``spark.read`` (between startingOffsets and endingOffsets): benchmarks, backfills."""
+
+    def __init__(self, options: SourceOptions, plan: TransformPlan) -> None:
+        super().__init__(options)
+        self.plan = plan
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return _transformed(partition, self.read_config, self.plan)
 
 
 def wide_source_name(app: str, group: str, plan: TransformPlan) -> str:
@@ -75,13 +97,15 @@ def wide_source(name: str, plan: TransformPlan) -> type[PulsarDataSource]:
             return PACKED_DDL
 
         def reader(self, schema: StructType) -> DataSourceReader:
-            raise ConfigError(f"{name} is the stream's source: streaming reads only (readStream)")
+            return WideBatchReader(_raw(parse_options(dict(self.options), batch=True)), plan)
 
         def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 (PySpark's API)
-            options = parse_options(dict(self.options)).for_stream()
-            if options.value_schema != "raw":
-                raise ConfigError(f"{name} parses payloads by the catalog: option schema must stay raw")
-            return WideStreamReader(options, plan)
+            return WideStreamReader(_raw(parse_options(dict(self.options)).for_stream()), plan)
+
+    def _raw(options: SourceOptions) -> SourceOptions:
+        if options.value_schema != "raw":
+            raise ConfigError(f"{name} parses payloads by the catalog: option schema must stay raw")
+        return options
 
     return WideDataSource
 
