@@ -858,7 +858,7 @@ VARIABLES: tuple[Variable[Any], ...] = (
     ),
     Variable(
         "WIDEHOUSE_PLAN_SLOT_CAPACITY",
-        20_000_000.0,
+        28_000_000.0,
         _parse_positive_float,
         "planner.slot_capacity",
         "Slot planner: load one core carries, in bytes/s (a message counts its bytes plus the message cost).",
