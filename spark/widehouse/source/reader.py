@@ -14,7 +14,11 @@ One Pulsar client per Python worker process is kept (workers are reused across t
 are the readers of the last slices read (up to 2048, closed after 3 minutes unused): a reader whose
 slice ended exactly where the next batch's slice of that partition starts carries on, prefetched
 queue included, instead of subscribing again (a stream of small batches over many partitions spends
-most of its read time creating readers otherwise).
+most of its read time creating readers otherwise). Spark hands a task to any idle Python worker, so
+with two workers a partition's kept reader is often one batch behind; if it is at most
+``_CATCH_UP_MAX`` messages behind (the broker index says how many), it reads on through them, as
+messages before its slice are skipped anyway: skipping a message costs microseconds, a new reader
+a broker round trip and most of a millisecond of CPU.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
 from widehouse.errors import PulsarError
+from widehouse.pulsar.positions import Mark
 from widehouse.source.broker import DataLossError
 from widehouse.source.options import ReadConfig
 from widehouse.source.planning import ReadTask, Slice
@@ -44,8 +49,9 @@ _POLL_MS = 500
 _MIN_QUEUE = 100
 _KEPT_MAX = 2048
 _KEPT_IDLE_S = 180.0
-_KEPT: OrderedDict[tuple[str, str | None, str], tuple[Any, tuple[int, int, int], float]] = OrderedDict()
-"""Readers kept between tasks: (service, token, partition) -> (reader, key consumed through, kept at)."""
+_CATCH_UP_MAX = 500
+_KEPT: OrderedDict[tuple[str, str | None, str], tuple[Any, Mark, float]] = OrderedDict()
+"""Readers kept between tasks: (service, token, partition) -> (reader, mark consumed through, kept at)."""
 _KEPT_LOCK = threading.Lock()
 _JANITOR: list[threading.Thread] = []
 
@@ -55,7 +61,7 @@ def _kept_key(config: ReadConfig, piece: Slice) -> tuple[str, str | None, str]:
 
 
 def _take_kept(config: ReadConfig, piece: Slice) -> Any:
-    """The kept reader of this partition if it stopped exactly at the slice's start, else None."""
+    """The kept reader of this partition if it stopped at the slice's start or a little before, else None."""
     if piece.start.position is None:
         return None
     with _KEPT_LOCK:
@@ -63,8 +69,14 @@ def _take_kept(config: ReadConfig, piece: Slice) -> Any:
     if kept is None:
         return None
     reader, through, _kept_at = kept
-    if through == piece.start.position.key():
-        return reader
+    if through.position is not None and (
+        through.position.key() == piece.start.position.key()
+        or (
+            through.position.key() < piece.start.position.key()
+            and 0 < piece.start.index - through.index <= _CATCH_UP_MAX
+        )
+    ):
+        return reader  # at the slice's start, or a little behind it (the slice skips the gap)
     reader.close_async(_ignore)
     return None
 
@@ -77,7 +89,7 @@ def _keep(config: ReadConfig, piece: Slice, reader: Any) -> None:
         replaced = _KEPT.pop(key, None)
         if replaced is not None:  # another reader of this partition (a query restarted elsewhere)
             closing.append(replaced[0])
-        _KEPT[key] = (reader, piece.end.position.key(), time.monotonic())
+        _KEPT[key] = (reader, piece.end, time.monotonic())
         while len(_KEPT) > _KEPT_MAX:
             _key, (old, _through, _kept_at) = _KEPT.popitem(last=False)
             closing.append(old)
