@@ -51,6 +51,8 @@ TARGETS: list[tuple[str, str, str, str, float, bool]] = [
     ("drain_20k", "drain with 20,000-message batches (ev/s in batches)", "3,833", ">= 40,000", 40_000, True),
     ("topics_1000", "1,000 topics in one app, both sinks (ev/s in batches)", "2,648", ">= 20,000", 20_000,
      True),
+    ("topics_1000_later", "  the same after its first batch (readers kept, workers warm)", "-", ">= 20,000",
+     20_000, True),
     ("fixed_cost", "fixed cost of a 1-message batch incl. progress (s)", "~4-6", "<= 0.7", 0.7, False),
     ("freshness_p95", "freshness p95 at --rate ev/s, 5 s trigger (s)", "18 (at 1k ev/s)", "<= 10", 10, False),
     ("cpu_us", "CPU per event, read + parse + classify + fold, one process (core-µs; bench read_transform)",
@@ -163,6 +165,7 @@ def measure(args: argparse.Namespace, bench: Bench) -> dict[str, Any]:
     if args.topics:
         rows = part_topics(bench, [1000], args.topic_events)
         now["topics_1000"] = rows[0]["rate"]
+        now["topics_1000_later"] = rows[0]["later_rate"]
         now["topics_1000_check"] = rows[0]["check"]
     if args.freshness:
         fresh = part_freshness(bench, args.rate, args.seconds)
@@ -277,7 +280,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--events", type=int, default=150_000)
     parser.add_argument("--one-batches", type=int, default=8, help="1-message batches to time")
     parser.add_argument("--no-topics", dest="topics", action="store_false", help="skip the 1,000-topic run")
-    parser.add_argument("--topic-events", type=int, default=30_000)
+    parser.add_argument(
+        "--topic-events", type=int, default=100_000, help="1,000-topic run: events (3 batches' worth)"
+    )
     parser.add_argument("--freshness", action="store_true", help="also measure freshness (slow)")
     parser.add_argument("--rate", type=float, default=10_000.0)
     parser.add_argument("--seconds", type=float, default=60.0)

@@ -233,6 +233,8 @@ def part_topics(bench: Bench, counts: list[int], events: int) -> list[dict[str, 
                 if len(durations) > 1
                 else 0.0,
                 "rate": sum(g["rows_in"] for g in busy) / max(sum(durations), 1e-3),
+                # after the first batch (cold Python workers, a new reader on every partition)
+                "later_rate": sum(g["rows_in"] for g in busy[1:]) / max(sum(durations[1:]), 1e-3),
                 "check": _check_synthetic(app, manifest),
             }
         )

@@ -98,7 +98,6 @@ def _login_handler() -> tuple[fastpath.Handler, WideRows]:
     return handler, tables[0]
 
 
-
 def test_handlers_share_compiled_code_but_fold_into_their_own_tables() -> None:
     """Compiling is cached per process (every task builds handlers); the state stays per task."""
     (first, first_rows), (second, second_rows) = _login_handler(), _login_handler()
@@ -106,6 +105,7 @@ def test_handlers_share_compiled_code_but_fold_into_their_own_tables() -> None:
     event = json.dumps({"uid": 1, "ts": NOW - 60_000, "result": "success"}).encode()
     assert first(event, NOW) == NOW - 60_000
     assert len(first_rows.rows) == 1 and second_rows.rows == {}
+
 
 @pytest.mark.parametrize(
     ("change", "taken"),

@@ -5,8 +5,9 @@
 1. The group's source (:mod:`widehouse.stream.spark.source`) runs
    :func:`widehouse.stream.transform.transform_packed` inside its reading tasks (parse every topic
    by its schema, classify, fold events into partial rows per (table, key, hour)) and one Spark job
-   brings the (already collapsed) output to the driver as Arrow IPC bytes, unpacked there: the Pulsar data is read once, whatever the number of topics and sinks, and both sinks
-   write the same rows.
+   brings the (already collapsed) output to the driver as Arrow IPC bytes, unpacked there: the
+   Pulsar data is read once, whatever the number of topics and sinks, and both sinks write the
+   same rows.
 2. Per wide table, partial rows from all input partitions are merged per (key, hour) on the driver
    with the catalog's merge functions (sum, min, max, first/last by event time), in Arrow; a partial
    sum that would overflow the merge is quarantined with reason ``overflow`` first (``merge.settle``).

@@ -1,0 +1,160 @@
+"""Where a drain's time and CPU go: the same pre-published events drained again and again, per process.
+
+Publishes N demo-catalog events once, then drains them ``--repeat`` times in this process, each time
+with a new app (its own ClickHouse database, Delta root and checkpoints) of ``--groups`` slot groups,
+``Trigger.AvailableNow``, both sinks. The first drain pays for a cold JVM and cold Python workers;
+the later ones show what a running stream pays. For each drain: events/s inside batches (events over
+the sum of batch durations) and over the app's wall time, the per-phase seconds of every batch, and
+the CPU seconds every process family spent meanwhile (Spark's JVM, the Python workers, the Pulsar
+broker, this driver process, the ClickHouse service, HBase), read from /proc by psutil.
+
+    python -m bench drain [--events 300000] [--groups 2] [--repeat 3] [--max-messages N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from bench.common import machine, save, table
+
+Snapshot = dict[int, tuple[str, float]]
+"""CPU seconds so far by pid: (process family, seconds)."""
+
+
+def _family(cmdline: list[str]) -> str:
+    cmd = " ".join(cmdline)
+    if "java" in cmd and "pulsar" in cmd:
+        return "pulsar broker"
+    if "java" in cmd and "hbase" in cmd.lower():
+        return "hbase"
+    if "widehouse.clickhouse.server" in cmd:
+        return "clickhouse service"
+    if "pyspark.daemon" in cmd or "pyspark.worker" in cmd or "pyspark/daemon" in cmd:
+        return "python workers"
+    if "java" in cmd and "spark" in cmd.lower():
+        return "spark jvm"
+    return ""
+
+
+def cpu_snapshot() -> Snapshot:
+    """CPU seconds so far of every process of a known family, by pid (this process as "driver")."""
+    import os
+
+    import psutil
+
+    out = {}
+    for process in psutil.process_iter():
+        try:
+            family = "driver (this process)" if process.pid == os.getpid() else _family(process.cmdline())
+            if family:
+                times = process.cpu_times()
+                out[process.pid] = (family, times.user + times.system)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return out
+
+
+def cpu_between(
+    before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]]
+) -> dict[str, float]:
+    spent: dict[str, float] = {}
+    for pid, (family, seconds) in after.items():
+        spent[family] = spent.get(family, 0.0) + seconds - before.get(pid, (family, 0.0))[1]
+    return dict(sorted(spent.items(), key=lambda item: -item[1]))
+
+
+def measure(events: int, groups: int, repeat: int, max_messages: int | None) -> dict[str, Any]:
+    from bench.stream_targets import _drain
+    from bench.stream_wide import Bench, _check, _suffix
+    from widehouse.generator.options import GenerateOptions
+    from widehouse.generator.run import generate
+
+    root = Path(tempfile.mkdtemp(prefix="widehouse-bench-drain-"))
+    try:
+        bench = Bench(root)
+        suffix = _suffix()
+        manifest = generate(
+            bench.settings("drain", suffix=suffix),
+            GenerateOptions(count=events, rate=0, users=5000, tenant_suffix=suffix, create_topics=True),
+        )
+        topics = sorted(manifest.published_name(t) for t in manifest.topics)
+        env = {"WIDEHOUSE_STREAM_MAX_MESSAGES": str(max_messages)} if max_messages else {}
+        runs = []
+        for i in range(repeat):
+            before = cpu_snapshot()
+            run = _drain(bench, f"d{i}", suffix, topics, groups, part=f"drain{i}", **env)
+            run["cpu"] = cpu_between(before, cpu_snapshot())
+            run["check"] = _check(run.pop("app_obj"), manifest)
+            runs.append(run)
+        return {"events": events, "groups": groups, "max_messages": max_messages, "runs": runs}
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _cpu_cell(run: dict[str, Any], family: str) -> str:
+    seconds = run["cpu"].get(family, 0.0)
+    return f"{seconds:.2f} ({seconds / max(run['events'], 1) * 1e6:.1f})"
+
+
+def render(result: dict[str, Any]) -> str:
+    runs = result["runs"]
+    rows = [
+        [
+            f"drain {i + 1}" + (" (cold)" if i == 0 else ""),
+            run["batches"],
+            round(run["batch_rate"]),
+            round(run["wall_rate"]),
+            run["check"],
+            round(sum(run["cpu"].values()), 2),
+        ]
+        for i, run in enumerate(runs)
+    ]
+    out = [
+        table(
+            f"drain of {result['events']:,} events, {result['groups']} groups, both sinks",
+            ["run", "batches", "ev/s in batches", "ev/s wall", "check", "CPU s (all)"],
+            rows,
+        )
+    ]
+    families = sorted({f for run in runs for f in run["cpu"]})
+    out.append(
+        table(
+            "\nCPU seconds per process family (core-µs per event in brackets)",
+            ["family", *[f"drain {i + 1}" for i in range(len(runs))]],
+            [
+                [
+                    family,
+                    *[_cpu_cell(run, family) for run in runs],
+                ]
+                for family in families
+            ],
+        )
+    )
+    last = runs[-1]["timings"]
+    phases = [k for k in last[0] if k not in {"batch_id", "rows_in"}] if last else []
+    out.append(
+        table(
+            "\nbatches of the last drain (seconds per phase)",
+            ["batch", "rows in", *phases],
+            [[t["batch_id"], t["rows_in"], *[round(t[p], 3) for p in phases]] for t in last],
+        )
+    )
+    return "\n".join(out)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench drain", description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=300_000)
+    parser.add_argument("--groups", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--max-messages", type=int, default=None, help="WIDEHOUSE_STREAM_MAX_MESSAGES")
+    args = parser.parse_args(argv)
+    print(f"machine: {machine()}")
+    result = measure(args.events, args.groups, args.repeat, args.max_messages)
+    print(render(result))
+    print(f"saved {save('drain', result)}")
+    return 0
