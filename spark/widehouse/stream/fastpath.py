@@ -59,8 +59,9 @@ _PY_OPS = {"=": "==", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
 class _Filters:
     """Renders filters to Python expressions with the reference's three-valued logic
-    (:func:`widehouse.catalog.filters.compile_predicate`): ``true(e)`` is an expression that is True
-    exactly when ``e`` is *true* (not false, not unknown), ``false(e)`` when it is *false*."""
+    (:func:`widehouse.catalog.filters.compile_predicate`): ``holds(e, True)`` is an expression that
+    is True exactly when ``e`` is *true* (not false, not unknown), ``holds(e, False)`` when it is
+    *false*."""
 
     def __init__(self, env: dict[str, Any], top: dict[str, str]) -> None:
         self.env = env
@@ -88,41 +89,28 @@ class _Filters:
         test = f"{a} {_PY_OPS[e.op]} {b}"
         return "(" + " and ".join([*known, f"not ({test})" if negate else f"({test})"]) + ")"
 
-    def true(self, e: Expr) -> str:  # noqa: PLR0911 - one branch per node kind
-        if isinstance(e, And):
-            return "(" + " and ".join(self.true(i) for i in e.items) + ")"
-        if isinstance(e, Or):
-            return "(" + " or ".join(self.true(i) for i in e.items) + ")"
-        if isinstance(e, Not):
-            return self.false(e.item)
-        if isinstance(e, Compare):
-            return self._compare(e, negate=False)
-        if isinstance(e, InList):
-            v = self._ref(e.operand.path)
-            values = self._constant(tuple(x.value for x in e.values))
-            return f"({v} is not None and {v} {'not in' if e.negated else 'in'} {values})"
-        if isinstance(e, IsNull):
-            return f"({self._ref(e.operand.path)} is {'not ' if e.negated else ''}None)"
-        v = self._ref(e.operand.path)
-        return f"({v} is not None and bool({v}))"
+    def true(self, e: Expr) -> str:
+        """An expression that is True exactly when ``e`` is *true* (not false, not unknown)."""
+        return self.holds(e, True)
 
-    def false(self, e: Expr) -> str:  # noqa: PLR0911 - one branch per node kind
-        if isinstance(e, And):
-            return "(" + " or ".join(self.false(i) for i in e.items) + ")"
-        if isinstance(e, Or):
-            return "(" + " and ".join(self.false(i) for i in e.items) + ")"
+    def holds(self, e: Expr, value: bool) -> str:
+        """An expression that is True exactly when ``e`` evaluates to ``value`` (never when unknown):
+        false is the dual of true (and/or swapped, each test negated), a ``Not`` flips which."""
+        if isinstance(e, And | Or):
+            joiner = " and " if isinstance(e, And) == value else " or "
+            return "(" + joiner.join(self.holds(i, value) for i in e.items) + ")"
         if isinstance(e, Not):
-            return self.true(e.item)
+            return self.holds(e.item, not value)
         if isinstance(e, Compare):
-            return self._compare(e, negate=True)
+            return self._compare(e, negate=not value)
         if isinstance(e, InList):
             v = self._ref(e.operand.path)
             values = self._constant(tuple(x.value for x in e.values))
-            return f"({v} is not None and {v} {'in' if e.negated else 'not in'} {values})"
+            return f"({v} is not None and {v} {'in' if value != e.negated else 'not in'} {values})"
         if isinstance(e, IsNull):
-            return f"({self._ref(e.operand.path)} is {'' if e.negated else 'not '}None)"
+            return f"({self._ref(e.operand.path)} is {'' if value != e.negated else 'not '}None)"
         v = self._ref(e.operand.path)
-        return f"({v} is not None and not {v})"
+        return f"({v} is not None and {f'bool({v})' if value else f'not {v}'})"
 
 
 def compile_handler(
