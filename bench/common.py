@@ -7,7 +7,7 @@ import os
 import platform
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -53,6 +53,34 @@ def save(name: str, payload: dict[str, Any]) -> Path:
     path = RESULTS_DIR / f"{name}-{time.strftime('%Y%m%dT%H%M%S')}.json"
     path.write_text(json.dumps({"machine": machine(), **payload}, indent=2, default=str))
     return path
+
+
+def drop_tenants(pulsar: Any, suffixes: Iterable[str]) -> int:
+    """Delete the throw-away tenants ``<tenant>-<suffix>`` a benchmark published to, with everything
+    in them; returns how many tenants went.
+
+    A broker that keeps every run's topics (and the stream's subscriptions on them) grows slower
+    with each run, so benchmarks clean up after themselves (``finally``). ``pulsar``: the
+    ``PulsarSettings`` of the broker."""
+    from widehouse.pulsar import PulsarAdmin
+
+    ends = tuple(f"-{s}" for s in suffixes)
+    if not ends:
+        return 0
+    with PulsarAdmin(pulsar) as admin:
+        tenants = [t for t in admin.tenants() if t.endswith(ends)]
+        for tenant in tenants:
+            for namespace in admin.namespaces(tenant):
+                # readers still open (kept by a process for its next batch) would re-create a
+                # deleted topic when they reconnect
+                admin.set_auto_topic_creation(namespace, False)
+                for topic in admin.list_partitioned_topics(namespace):
+                    admin.delete_topic(topic)
+                for topic in admin.list_topics(namespace):  # what is left is not partitioned
+                    admin.delete_topic(topic)
+                admin.delete_namespace(namespace)
+            admin.delete_tenant(tenant)
+    return len(tenants)
 
 
 def _fmt(value: object) -> str:

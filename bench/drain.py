@@ -14,7 +14,6 @@ broker, this driver process, the ClickHouse service, HBase), read from /proc by 
 from __future__ import annotations
 
 import argparse
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -73,9 +72,8 @@ def measure(events: int, groups: int, repeat: int, max_messages: int | None) -> 
     from widehouse.generator.options import GenerateOptions
     from widehouse.generator.run import generate
 
-    root = Path(tempfile.mkdtemp(prefix="widehouse-bench-drain-"))
+    bench = Bench(Path(tempfile.mkdtemp(prefix="widehouse-bench-drain-")))
     try:
-        bench = Bench(root)
         suffix = _suffix()
         manifest = generate(
             bench.settings("drain", suffix=suffix),
@@ -92,7 +90,7 @@ def measure(events: int, groups: int, repeat: int, max_messages: int | None) -> 
             runs.append(run)
         return {"events": events, "groups": groups, "max_messages": max_messages, "runs": runs}
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        bench.close()
 
 
 def _cpu_cell(run: dict[str, Any], family: str) -> str:

@@ -21,7 +21,7 @@ import time
 import uuid
 from typing import Any
 
-from bench.common import machine, save, table
+from bench.common import drop_tenants, machine, save, table
 from widehouse.catalog import load_catalog
 from widehouse.generator import GenerateOptions, TrafficGenerator, generate
 from widehouse.generator.publisher import Publisher
@@ -74,16 +74,6 @@ def _end_to_end(settings: Settings, count: int, suffix: str) -> float:
     return count / elapsed
 
 
-def _cleanup(settings: Settings, suffix: str) -> None:
-    with PulsarAdmin(settings.pulsar) as admin:
-        for tenant in [t for t in admin.tenants() if t.endswith(f"-{suffix}")]:
-            for namespace in admin.namespaces(tenant):
-                for topic in admin.list_partitioned_topics(namespace):
-                    admin.delete_topic(topic)
-                admin.request("DELETE", f"namespaces/{namespace}", ok=(200, 204, 404))
-            admin.request("DELETE", f"tenants/{tenant}", ok=(200, 204, 404))
-
-
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench generator", description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=300_000, help="messages per run (default 300000)")
@@ -114,11 +104,11 @@ def main(argv: list[str]) -> int:
                 phases["publish, Python logger bridge"].append(rate)
             phases["end to end"].append(_end_to_end(settings, args.count, f"{suffix}e{run}"))
             for kind in "ple":
-                _cleanup(settings, f"{suffix}{kind}{run}")
+                drop_tenants(settings.pulsar, [f"{suffix}{kind}{run}"])
     finally:
         for run in range(args.runs):
             for kind in "ple":
-                _cleanup(settings, f"{suffix}{kind}{run}")
+                drop_tenants(settings.pulsar, [f"{suffix}{kind}{run}"])
     rows = [
         (name, statistics.median(rates), min(rates), max(rates)) for name, rates in phases.items() if rates
     ]

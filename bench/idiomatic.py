@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import shutil
 import statistics
 import tempfile
 import time
@@ -217,10 +216,11 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="widehouse-bench-idiomatic-"))
     print(f"machine: {machine()}; state in {root}")
+    bench = Bench(root)
     try:
-        result = measure(Bench(root), args.events, args.runs)
+        result = measure(bench, args.events, args.runs)
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        bench.close()
     print(render(result))
     print(f"saved {save('idiomatic', result)}")
     return 0

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import shutil
 import statistics
 import tempfile
 import time
@@ -44,10 +43,10 @@ def measure(events: int, runs: int) -> dict[str, Any]:
     from widehouse.source.reader import read_task
     from widehouse.stream.transform import TransformPlan, transform_packed
 
-    root = Path(tempfile.mkdtemp(prefix="widehouse-bench-read-"))
+    bench = Bench(Path(tempfile.mkdtemp(prefix="widehouse-bench-read-")))
     try:
         suffix = _suffix()
-        settings = Bench(root).settings("read", suffix=suffix)
+        settings = bench.settings("read", suffix=suffix)
         manifest = generate(
             settings,
             GenerateOptions(count=events, rate=0, users=5000, tenant_suffix=suffix, create_topics=True),
@@ -82,7 +81,7 @@ def measure(events: int, runs: int) -> dict[str, Any]:
             }
         return results
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        bench.close()
 
 
 def render(results: dict[str, Any]) -> str:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import tempfile
 import time
@@ -299,10 +298,11 @@ def main(argv: list[str]) -> int:
         logging.getLogger("widehouse.stream").setLevel(logging.INFO)
     root = Path(tempfile.mkdtemp(prefix="widehouse-bench-targets-"))
     print(f"machine: {machine()}; load average {os.getloadavg()[0]:.1f}; state in {root}")
+    bench = Bench(root)
     try:
-        now = measure(args, Bench(root))
+        now = measure(args, bench)
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        bench.close()
     print(render(now, args.rate))
     print(f"\nfixed cost phases (median of the 1-message batches, s): {now['fixed_cost_phases']}")
     cold, warm = now.get("drain_default_cold_check"), now.get("drain_default_check")

@@ -31,7 +31,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from bench.common import machine, save, table
+from bench.common import drop_tenants, machine, save, table
 
 CORES = os.cpu_count() or 1
 
@@ -42,6 +42,17 @@ class Bench:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self.suffixes: set[str] = set()
+        """Tenant suffixes published to (dropped by :meth:`close`)."""
+
+    def close(self) -> None:
+        """Delete the tenants this run published to, and its state folder."""
+        from widehouse.settings import load_settings
+
+        dropped = drop_tenants(load_settings().pulsar, sorted(self.suffixes))
+        if dropped:
+            print(f"dropped {dropped} bench tenants from the broker")
+        shutil.rmtree(self.root, ignore_errors=True)
 
     def settings(self, part: str, schemas: Path | None = None, **env: str) -> Any:
         from widehouse.settings import load_settings
@@ -54,12 +65,16 @@ class Bench:
             "WIDEHOUSE_CLICKHOUSE_DATABASE": f"bench_{part}_{env['suffix']}",
             "WIDEHOUSE_DELTA_ROOT": str(self.root / part / "delta"),
             "WIDEHOUSE_STREAM_CHECKPOINT_ROOT": str(self.root / part / "checkpoints"),
-            "WIDEHOUSE_TENANT_SUFFIX": env.pop("suffix"),
+            "WIDEHOUSE_TENANT_SUFFIX": self._record(env.pop("suffix")),
             **env,
         }
         if schemas is not None:
             values["WIDEHOUSE_SCHEMAS_DIR"] = str(schemas)
         return load_settings(values)
+
+    def _record(self, suffix: str) -> str:
+        self.suffixes.add(suffix)
+        return suffix
 
 
 def _suffix() -> str:
@@ -376,5 +391,5 @@ def main(argv: list[str]) -> int:
     finally:
         print(f"\nsaved {save('stream_wide', results)}")
         if not args.keep:
-            shutil.rmtree(root, ignore_errors=True)
+            bench.close()
     return 0

@@ -124,6 +124,19 @@ class PulsarAdmin:
     def namespaces(self, tenant: str) -> list[str]:
         return list(self.request("GET", f"namespaces/{quote(tenant)}"))
 
+    def delete_tenant(self, tenant: str) -> None:
+        """Delete an empty tenant (its namespaces first: :meth:`delete_namespace`)."""
+        self.request("DELETE", f"tenants/{quote(tenant)}", ok=(200, 204, 404))
+
+    def delete_namespace(self, namespace: str) -> None:
+        """Delete a namespace without topics (delete them first: :meth:`delete_topic`)."""
+        self.request("DELETE", f"namespaces/{namespace}", ok=(200, 204, 404))
+
+    def set_auto_topic_creation(self, namespace: str, allowed: bool) -> None:
+        """Allow or forbid creating topics of ``namespace`` by using them (the broker's default)."""
+        body = {"allowAutoTopicCreation": allowed, "topicType": "non-partitioned"}
+        self.request("POST", f"namespaces/{namespace}/autoTopicCreation", json=body, ok=(200, 204))
+
     def ensure_namespace(self, namespace: str) -> None:
         """Create ``tenant/namespace`` (and its tenant) if missing."""
         tenant, _, _name = namespace.partition("/")
