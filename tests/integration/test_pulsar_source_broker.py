@@ -159,6 +159,33 @@ def test_admission_per_trigger_floor_and_exactly_once(services: Settings, ns: st
         controller.stop()
 
 
+def test_a_budget_over_many_partitions_reads_whole_ones_in_turn(
+    services: Settings, ns: str, client: Any
+) -> None:
+    """Past ``maxCutPartitions`` partly read partitions (a broker lookup each), whole partitions take
+    turns: each batch cuts at most one, fills the budget, and every message is read once."""
+    topic = f"persistent://{ns}/wide"
+    with PulsarAdmin(services.pulsar) as admin:
+        admin.ensure_partitions(topic, 12)
+    sent = publish(client, topic, 360, batch=5)
+    options = parse_options(
+        {"topics": topic, "appId": "cuts", "startingOffsets": "earliest", "maxCutPartitions": "2"},
+        services.pulsar,
+    )
+    controller = StreamController(options)
+    try:
+        got: list[str] = []
+        batches = list(run_batches(controller, budget=70))
+        for end, payloads in batches:
+            got += payloads
+            entries = SourceOffset.from_json(end).partitions.values()
+            assert sum(1 for e in entries if e.rows > 0 and e.lag > 0) <= 1  # at most one cut
+        assert [len(p) for _, p in batches] == [70, 70, 70, 70, 70, 10]
+        assert sorted(got) == sorted(sent) and len(got) == len(set(got))
+    finally:
+        controller.stop()
+
+
 def _metrics(end: dict[str, Any]) -> Any:
     from widehouse.source.offsets import topic_metrics
 

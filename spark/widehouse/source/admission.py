@@ -13,11 +13,17 @@ Pure functions over counts (the source knows exact backlogs from the broker inde
 
 When even one message per topic does not fit, ``rotation`` picks which topics go first, so over
 successive triggers every topic gets its turn.
+
+5. a partition whose take stops inside its backlog is a *cut*, and each cut costs the driver a
+   lookup on the broker (where that message is). When more than ``maxCutPartitions`` partitions
+   would be cut (a budget spread thin over thousands of partitions), :func:`fewer_cuts` gives
+   those partitions' messages to whole partitions instead, in turn: over successive triggers every
+   partition is read, each trigger cuts at most that many, and the total stays what step 3 granted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -102,6 +108,7 @@ class Limits:
     default_max_per_topic: int | None = None
     min_per_trigger: int | None = None
     max_trigger_delay_ms: int = 0
+    max_cuts: int = 64
 
     def cap(self, topic: str) -> int | None:
         if self.max_per_topic and topic in self.max_per_topic:
@@ -142,6 +149,43 @@ def plan_takes(
         for partition, count in granted.items():
             takes[(topic, partition)] = count
     return takes
+
+
+def fewer_cuts(
+    takes: Mapping[K, int],
+    available: Mapping[K, int],
+    max_cuts: int,
+    after: K | None = None,
+    keep: Callable[[K], bool] = lambda _key: False,
+) -> tuple[dict[K, int], K | None]:
+    """At most ``max_cuts`` partitions taken partly; returns the takes and the turn's last key.
+
+    A partition is cut when ``0 < take < available``. If more are, the messages granted to all of
+    them are pooled and handed out again in key order starting after ``after`` (the last key of
+    the previous turn, so every partition gets its turn): whole partitions while the pool covers
+    them, then one cut with what is left. ``keep(key)``: a cut that must stay as it is (a
+    topic with a cap, which a whole partition could exceed); kept cuts do not count.
+    """
+    partial = sorted((k for k, n in takes.items() if 0 < n < available[k] and not keep(k)), key=_sort_key)
+    if len(partial) <= max_cuts:
+        return dict(takes), after
+    out = dict(takes)
+    pool = 0
+    for key in partial:
+        pool += out[key]
+        out[key] = 0
+    start = 0
+    if after is not None:
+        later = [i for i, k in enumerate(partial) if _sort_key(k) > _sort_key(after)]
+        start = later[0] if later else 0
+    last = after
+    for key in partial[start:] + partial[:start]:
+        if pool <= 0:
+            break
+        out[key] = min(available[key], pool)
+        pool -= out[key]
+        last = key
+    return out, last
 
 
 def should_wait(available: int, limits: Limits, waited_ms: float, draining: bool) -> bool:

@@ -14,7 +14,8 @@ Per micro-batch (:meth:`StreamController.latest_offset`):
 3. resolve where new partitions start: right after a mark handed over from the slot group that read
    them before (``startAfter``, :mod:`.handover`), else ``startingOffsets`` for the first batch
    and the earliest message after;
-4. admission control on exact backlogs (index arithmetic); locate cut points inside partitions;
+4. admission control on exact backlogs (index arithmetic); locate cut points inside partitions
+   (at most ``maxCutPartitions``: beyond, whole partitions take turns);
 5. return the end offset; a vanished partition or a topic recreated under us is data loss when
    it had unread messages (fails only with ``failOnDataLoss``). A partition the query no longer
    selects (a replan moved its topic to another group) is dropped without a data-loss check: the
@@ -30,7 +31,7 @@ from typing import Any, Literal
 
 from widehouse.errors import PulsarError
 from widehouse.pulsar.positions import EntryInfo, Mark, Position, TopicPartition
-from widehouse.source.admission import plan_takes, should_wait
+from widehouse.source.admission import fewer_cuts, plan_takes, should_wait
 from widehouse.source.broker import BrokerView, DataLossError
 from widehouse.source.handover import resolve_handover
 from widehouse.source.offsets import PartitionOffset, PositionSpec, SourceOffset
@@ -112,6 +113,7 @@ class StreamController(_Base):
         self._seen: dict[TopicPartition, int] = {}  # highest broker index seen per partition
         self._last_batch_at = time.monotonic()
         self._rotation = 0
+        self._turn: tuple[str, int] | None = None  # the last partition admitted whole by fewer_cuts
         self._report: dict[str, Any] | None = None
 
     @property
@@ -259,6 +261,14 @@ class StreamController(_Base):
             self.options.limits,
             budget,
             self._rotation,
+        )
+        limits = self.options.limits
+        takes, self._turn = fewer_cuts(
+            takes,
+            {(tp.topic, tp.partition): n for tp, n in available.items()},
+            limits.max_cuts,
+            self._turn,
+            keep=lambda key: limits.cap(key[0]) is not None,
         )
         take = {tp: takes[(tp.topic, tp.partition)] for tp in starts}
         marks: dict[TopicPartition, Mark] = {}

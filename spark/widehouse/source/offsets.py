@@ -152,17 +152,20 @@ class TopicBatchMetrics:
     """Messages left in Pulsar after the batch end, as the broker reported when it was planned."""
     end_index: int
     """Sum over partitions of the broker index the batch ended at (monotonic; handy for checks)."""
+    waiting: int = 0
+    """Partitions with lag that this batch read nothing of (admission gave their turn to others)."""
 
 
 def topic_metrics(offset: SourceOffset) -> list[TopicBatchMetrics]:
     """Rows and lag per topic of the batch that ended at ``offset``, sorted by topic."""
     acc: dict[str, list[int]] = {}
     for tp, entry in offset.partitions.items():
-        row = acc.setdefault(tp.topic, [0, 0, 0, 0])
+        row = acc.setdefault(tp.topic, [0, 0, 0, 0, 0])
         row[0] += 1
         row[1] += entry.rows
         row[2] += entry.lag
         row[3] += entry.mark.index
+        row[4] += entry.lag > 0 and entry.rows == 0
     return [TopicBatchMetrics(t, *acc[t]) for t in sorted(acc)]
 
 

@@ -16,7 +16,8 @@ below are the canonical camelCase.
   ``minMessagesPerTopic`` (floor per topic, default 1000, so no topic starves),
   ``maxMessagesPerTopic`` (cap: a number, or JSON ``{"<topic>": n, "*": n}``),
   ``minMessagesPerTrigger`` + ``maxTriggerDelay`` (wait for that many messages, at most that long,
-  default 15m).
+  default 15m), ``maxCutPartitions`` (64: beyond that many partitions read partly in one trigger,
+  whole partitions take turns instead; each partly read one costs the driver a broker lookup).
 - ``startAfter`` (streams): JSON ``{"<topic>": {"<partition>": "<ledger:entry[:batch]>|<index>"}}``,
   marks handed over from another slot group: a partition new to the query starts right after its
   mark instead of at ``startingOffsets`` / the earliest message (:mod:`.handover`).
@@ -65,6 +66,7 @@ KNOWN = (
     "maxMessagesPerTopic",
     "minMessagesPerTrigger",
     "maxTriggerDelay",
+    "maxCutPartitions",
     "startAfter",
     "appId",
     "subscriptionPrefix",
@@ -348,6 +350,7 @@ def _limits(opts: _Opts, selector: TopicSelector) -> Limits:
         default_max_per_topic=default_cap,
         min_per_trigger=min_trigger,
         max_trigger_delay_ms=delay,
+        max_cuts=opts.integer("maxCutPartitions", 64, minimum=1) or 64,
     )
 
 

@@ -5,7 +5,9 @@ event time, publish-time range) and one group row (topic ``*``) with the totals.
 the group's **watermark**: a publish-time frontier before which every message has been written. A
 topic with no lag after the batch is caught up to the batch's planning time (minus a small
 allowance for producer clocks and batching); a topic with lag only to the newest message this batch
-read. The group's watermark is the minimum over its topics; the hourly job waits for it to pass an
+read, and not at all while one of its lagging partitions read nothing this batch (admission gave
+its turn to other partitions: the newest message of the others says nothing about it). The group's
+watermark is the minimum over its topics; the hourly job waits for it to pass an
 hour's end plus the lateness (an event of that hour published later is late by definition).
 
 The rows' shape is :data:`widehouse.stream.tables.PROGRESS_SHAPE`.
@@ -56,6 +58,7 @@ def progress_rows(
     batch_time = dt.datetime.fromtimestamp(planned_ms / 1000, utc)
     lag_of = {m.topic: m.lag for m in metrics}
     rows_of = {m.topic: m.rows for m in metrics}
+    waiting = {m.topic for m in metrics if m.waiting}
     topics = sorted(set(lag_of) | set(stats))
     rows: list[dict[str, Any]] = []
     frontiers: list[dt.datetime] = []
@@ -68,7 +71,8 @@ def progress_rows(
         s = stats.get(topic)
         lag = int(lag_of.get(topic, 0))
         max_publish = at(s.max_publish_ms) if s else None
-        frontier = caught_up if lag == 0 else (max_publish or dt.datetime.fromtimestamp(0, utc))
+        known = max_publish if topic not in waiting else None
+        frontier = caught_up if lag == 0 else (known or dt.datetime.fromtimestamp(0, utc))
         frontiers.append(min(frontier, caught_up))
         if not s and lag == 0:
             continue

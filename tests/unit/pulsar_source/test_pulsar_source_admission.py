@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from widehouse.source.admission import Limits, allocate, plan_takes, should_wait
+from widehouse.source.admission import Limits, allocate, fewer_cuts, plan_takes, should_wait
 
 
 def test_everything_is_taken_when_it_fits() -> None:
@@ -107,3 +107,51 @@ def test_allocation_invariants(demand: dict[str, int], budget: int, floor: int, 
     if floor and active and budget >= len(active) * min(floor, budget // len(active)):
         share = min(floor, budget // len(active))
         assert all(grant[k] >= min(need[k], share) for k in active)  # nobody starves
+
+
+# -- fewer cuts: whole partitions take turns when the budget is spread over many -------------------
+def test_few_cuts_are_left_as_they_are() -> None:
+    takes = {"a": 5, "b": 3, "c": 10}
+    available = {"a": 10, "b": 10, "c": 10}
+    assert fewer_cuts(takes, available, max_cuts=2) == (takes, None)
+
+
+def test_many_cuts_become_whole_partitions_taking_turns() -> None:
+    available = {"a": 10, "b": 10, "c": 10, "d": 10, "e": 10}
+    takes = {"a": 4, "b": 4, "c": 4, "d": 4, "e": 4}  # 20 messages, all five cut
+    first, last = fewer_cuts(takes, available, max_cuts=1)
+    assert first == {"a": 10, "b": 10, "c": 0, "d": 0, "e": 0} and last == "b"
+    # the next trigger continues after "b"; a budget that ends inside a partition cuts it once
+    takes = {"c": 3, "d": 3, "e": 3, "a": 2, "b": 2}
+    available = {"c": 10, "d": 10, "e": 10, "a": 5, "b": 5}
+    second, last = fewer_cuts(takes, available, max_cuts=1, after="b")
+    assert second == {"c": 10, "d": 3, "e": 0, "a": 0, "b": 0} and last == "d"
+    # past the end it wraps around
+    third, last = fewer_cuts({"a": 2, "e": 2}, {"a": 5, "e": 5}, max_cuts=1, after="e")
+    assert third == {"a": 4, "e": 0} and last == "a"
+
+
+def test_whole_takes_never_exceed_the_grant_nor_touch_kept_or_whole_ones() -> None:
+    available = {("t", 0): 10, ("t", 1): 10, ("u", 0): 10, ("v", 0): 3, ("w", 0): 7}
+    takes = {("t", 0): 5, ("t", 1): 5, ("u", 0): 5, ("v", 0): 3, ("w", 0): 0}
+    out, _ = fewer_cuts(takes, available, max_cuts=1, keep=lambda key: key[0] == "u")
+    assert out[("u", 0)] == 5  # a capped topic keeps its cut
+    assert out[("v", 0)] == 3 and out[("w", 0)] == 0  # whole and empty ones are not pooled
+    assert out[("t", 0)] == 10 and out[("t", 1)] == 0  # the pool of 10 went to one whole partition
+    assert sum(out.values()) == sum(takes.values())
+
+
+@given(
+    st.dictionaries(st.integers(0, 40), st.integers(1, 50), min_size=1, max_size=30),
+    st.integers(1, 5),
+    st.data(),
+)
+@settings(max_examples=200, deadline=None)
+def test_fewer_cuts_invariants(available: dict[int, int], max_cuts: int, data: st.DataObject) -> None:
+    takes = {k: data.draw(st.integers(0, n)) for k, n in available.items()}
+    out, _ = fewer_cuts(takes, available, max_cuts)
+    assert sum(out.values()) == sum(takes.values())  # the grant moves, it is not lost nor grown
+    assert all(0 <= out[k] <= available[k] for k in available)
+    before = sum(1 for k in takes if 0 < takes[k] < available[k])
+    after = sum(1 for k in out if 0 < out[k] < available[k])
+    assert after <= max(max_cuts, 1) if before > max_cuts else out == takes

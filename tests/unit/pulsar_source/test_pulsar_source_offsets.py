@@ -132,6 +132,7 @@ def test_topic_metrics_sum_partitions() -> None:
     )
     metrics = {m.topic: m for m in topic_metrics(offset)}
     assert (metrics[A].partitions, metrics[A].rows, metrics[A].lag) == (2, 5, 7)
+    assert metrics[A].waiting == 1  # partition 1 has lag and read nothing
     assert (metrics[B].rows, metrics[B].lag) == (8, 0)
 
 

@@ -34,9 +34,9 @@ def test_watermark_is_the_slowest_topic_frontier() -> None:
     identity = BatchIdentity("app", "g001", 7)
     stats = {"a": stat(10, 8, 1, 1, T0 + 50_000), "b": stat(5, 5, 0, 0, T0 + 20_000)}
     metrics = [
-        SimpleNamespace(topic="a", rows=10, lag=0),
-        SimpleNamespace(topic="b", rows=5, lag=3),
-        SimpleNamespace(topic="idle", rows=0, lag=0),
+        SimpleNamespace(topic="a", rows=10, lag=0, waiting=0),
+        SimpleNamespace(topic="b", rows=5, lag=3, waiting=0),
+        SimpleNamespace(topic="idle", rows=0, lag=0, waiting=0),
     ]
     rows = progress_rows(identity, stats, metrics, planned_ms=T0 + 60_000, started=0.0)
     by_topic = {r["topic"]: r for r in rows}
@@ -61,11 +61,26 @@ def test_caught_up_topics_advance_to_the_planning_time_minus_an_allowance() -> N
     rows = progress_rows(
         BatchIdentity("app", "g", 0),
         {"a": stat(1, 1, 0, 0, T0)},
-        [SimpleNamespace(topic="a", rows=1, lag=0)],
+        [SimpleNamespace(topic="a", rows=1, lag=0, waiting=0)],
         planned_ms=T0 + 90_000,
         started=0.0,
     )
     assert rows[-1]["watermark"] == at(T0 + 90_000 - PUBLISH_ALLOWANCE_MS)
+
+
+def test_a_topic_with_a_partition_waiting_its_turn_holds_the_watermark() -> None:
+    # 'a' read one partition to T0+50s while another, with lag, read nothing this batch: its unread
+    # messages may be older, so 'a' is not known complete up to anything
+    stats = {"a": stat(10, 10, 0, 0, T0 + 50_000), "b": stat(5, 5, 0, 0, T0 + 20_000)}
+    metrics = [
+        SimpleNamespace(topic="a", rows=10, lag=40, waiting=1),
+        SimpleNamespace(topic="b", rows=5, lag=0, waiting=0),
+    ]
+    rows = progress_rows(BatchIdentity("app", "g", 1), stats, metrics, planned_ms=T0 + 60_000, started=0.0)
+    assert rows[-1]["watermark"] == at(0)
+    metrics[0] = SimpleNamespace(topic="a", rows=10, lag=40, waiting=0)
+    rows = progress_rows(BatchIdentity("app", "g", 1), stats, metrics, planned_ms=T0 + 60_000, started=0.0)
+    assert rows[-1]["watermark"] == at(T0 + 50_000)
 
 
 def test_an_empty_batch_still_reports_the_group() -> None:
