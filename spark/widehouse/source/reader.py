@@ -44,7 +44,7 @@ log = logging.getLogger("widehouse.pulsar.source")
 
 _CLIENTS: dict[tuple[str, str | None], Any] = {}
 _CLIENTS_LOCK = threading.Lock()
-_OPEN_AHEAD = 8
+_OPEN_AHEAD = 64
 _POLL_MS = 500
 _MIN_QUEUE = 100
 _KEPT_MAX = 2048

@@ -34,6 +34,7 @@ from widehouse.stream.publishers import StreamPublishers
 from widehouse.stream.restart import GiveUp, RestartBook, RestartPolicy
 from widehouse.stream.spark.batch import BatchWriter
 from widehouse.stream.spark.handover import start_after
+from widehouse.stream.spark.warmup import warm_workers
 from widehouse.stream.tables import ensure_clickhouse
 
 log = logging.getLogger("widehouse.stream")
@@ -185,6 +186,7 @@ class StreamApp:
         root = self.settings.stream.checkpoint_root
         if "://" not in root:
             Path(root).mkdir(parents=True, exist_ok=True)
+        warm_workers(self.spark)  # in the background, while the queries plan their first batch
         for group in self.groups:
             self.queries[group.name] = self._start(group)
 
