@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from widehouse.commands.table import render
+from widehouse.commands.ticker import Ticker, rate_text
 from widehouse.errors import ConfigError
 from widehouse.generator.badinput import BAD_CLASSES
 from widehouse.generator.options import GenerateOptions
@@ -154,7 +155,17 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
     options = options_from_args(args, settings)
     catalog = load_catalog(args.schemas or settings.schemas_dir)
-    manifest = generate(settings, options, catalog)
+    ticker = Ticker()
+    verb = "generated" if options.dry_run else "published"
+
+    def progress(done: int, total: int | None, seconds: float) -> None:
+        share = f" / {total:,} ({done / total:.0%})" if total else ""
+        ticker.show(f"{verb} {done:,}{share}  {rate_text(done, seconds, 'msg')}  {seconds:.0f} s")
+
+    try:
+        manifest = generate(settings, options, catalog, progress if ticker.enabled else None)
+    finally:
+        ticker.done()
     totals = manifest.counts()
     rows: list[tuple[str, int, int, int, int]] = []
     for topic in sorted(manifest.topics, key=lambda t: -manifest.counts(t).sent):

@@ -10,6 +10,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from widehouse.commands.ticker import Ticker
 from widehouse.settings import Settings
 from widehouse.stream.options import Fault, GroupSpec, RunOptions, resolve_groups
 
@@ -67,4 +68,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     groups, options = resolve(args, settings)
     from widehouse.stream.spark.job import run_stream  # Spark only when it really runs
 
-    return run_stream(settings, groups, options)
+    # a drain ends by itself: show how far it got on a terminal (a running stream has its logs)
+    ticker = Ticker(enabled=None if options.available_now else False)
+    try:
+        return run_stream(settings, groups, options, ticker.show if ticker.enabled else None)
+    finally:
+        ticker.done()

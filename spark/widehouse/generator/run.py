@@ -6,7 +6,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from widehouse.catalog.eventtime import iso_utc
@@ -25,8 +25,19 @@ _log = logging.getLogger("widehouse.generator")
 TIMING_MARGIN_MS = 5 * 60_000
 
 
-def generate(settings: Settings, options: GenerateOptions, catalog: Catalog | None = None) -> Manifest:
-    """Generate and (unless ``options.dry_run``) publish the traffic; return (and save) the manifest."""
+Progress = Callable[[int, int | None, float], None]
+"""Called as messages go out: (messages so far, the total if known, seconds since the start)."""
+
+
+def generate(
+    settings: Settings,
+    options: GenerateOptions,
+    catalog: Catalog | None = None,
+    progress: Progress | None = None,
+) -> Manifest:
+    """Generate and (unless ``options.dry_run``) publish the traffic; return (and save) the manifest.
+
+    ``progress``: told after every chunk of messages generated (dry run) or handed to the client."""
     options = options.validate()
     catalog = catalog or load_catalog(settings.schemas_dir)
     if options.tenant_suffix:
@@ -38,11 +49,14 @@ def generate(settings: Settings, options: GenerateOptions, catalog: Catalog | No
     topic_names = {t.origin: str(t.name) for t in generator.topics}
 
     if options.dry_run:
-        for _ in generator.chunks():
-            pass
+        made, start = 0, time.monotonic()
+        for chunk in generator.chunks():
+            made += len(chunk)
+            if progress is not None:
+                progress(made, options.count, time.monotonic() - start)
         manifest = generator.manifest({"dry_run": True, "topic_names": topic_names, "exact": True})
     else:
-        manifest = _publish(settings, options, generator, topic_names)
+        manifest = _publish(settings, options, generator, topic_names, progress)
     if options.manifest_path is not None:
         manifest.save(options.manifest_path)
     return manifest
@@ -65,7 +79,11 @@ def _check_base_time(base_ms: int, now_ms: int, catalog: Catalog, options: Gener
 
 
 def _publish(
-    settings: Settings, options: GenerateOptions, generator: TrafficGenerator, topic_names: dict[str, str]
+    settings: Settings,
+    options: GenerateOptions,
+    generator: TrafficGenerator,
+    topic_names: dict[str, str],
+    progress: Progress | None = None,
 ) -> Manifest:
     from widehouse.generator.publisher import Publisher
 
@@ -78,8 +96,11 @@ def _publish(
     paced = options.rate > 0
     interrupted = False
     try:
+        total = options.count or (int(options.rate * options.duration_s) if options.duration_s else None)
         for chunk in chunks:
             publisher.send(chunk, start if paced else None)
+            if progress is not None:
+                progress(publisher.stats.sent, total, time.monotonic() - start)
     except KeyboardInterrupt:
         interrupted = True
         raise

@@ -112,6 +112,51 @@ def test_generate_dry_run_writes_the_manifest(tmp_path: Path) -> None:
     assert manifest["totals"]["sent"] == 3000 and manifest["run"]["dry_run"] is True
     assert manifest["options"]["base_time"] == "2026-05-10T08:00:00Z"
     assert "dry run: nothing published" in out.stdout and "total" in out.stdout
+    assert "\r" not in out.stderr  # not a terminal: no status line
+
+
+def test_generate_shows_its_progress_on_a_terminal(tmp_path: Path) -> None:
+    import pty
+
+    primary, terminal = pty.openpty()
+    try:
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "widehouse",
+                "generate",
+                "--dry-run",
+                "--count",
+                "3000",
+                "--rate",
+                "0",
+                "--base-time",
+                "2026-05-10T08:00:00Z",
+                "--users",
+                "40",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=terminal,
+            env={**os.environ, "WIDEHOUSE_STATE_DIR": str(tmp_path)},
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(terminal)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(primary, 65536)
+        except OSError:  # the terminal's other end is closed: everything was read
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(primary)
+    assert out.returncode == 0
+    # the first chunk always shows; the line is rewritten in place (\r) and ended before the summary
+    assert shown.startswith(b"\rgenerated ") and b" / 3,000 (" in shown and shown.endswith(b"\n")
 
 
 def test_generate_refuses_a_stale_base_time_when_publishing(tmp_path: Path) -> None:

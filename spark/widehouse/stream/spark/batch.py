@@ -98,6 +98,10 @@ class BatchWriter:
     fired: set[tuple[str, int]] = field(default_factory=set)
     timings: list[dict[str, float]] = field(default_factory=list)
     """Per batch written by this writer: rows in and seconds per phase (benchmarks read them)."""
+    drained: int = 0
+    """Messages read by this writer's committed batches (this process)."""
+    lag: int | None = None
+    """Messages left after the last committed batch, as planned (None before the first)."""
     idle: threading.Event = field(init=False)
     """Set while no micro-batch of this group is being written (a clean stop waits for it)."""
 
@@ -178,6 +182,8 @@ class BatchWriter:
             clock.lap("publish")
         self._raise_at("after-sinks", batch_id)
         totals = progress[-1]
+        self.drained += int(totals["rows_in"])
+        self.lag = int(totals["lag"])
         self.timings.append({"batch_id": batch_id, "rows_in": totals["rows_in"], **dict(clock.laps)})
         log.info(
             "group %s batch %d: %d in, %d out, %d bad, %d late, lag %d, watermark %s, %.1fs (%s)",

@@ -21,6 +21,7 @@ import logging
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,7 @@ class StreamApp:
         """Groups given up after ``max_restarts`` consecutive failures, with the reason."""
         self.publishers = StreamPublishers(settings)
         """Dead letters and watermark events after each committed batch (one Pulsar client)."""
+        self._started: float | None = None
         self.fired_faults: set[tuple[str, int]] = set()
         """Injected faults fire once per process, also across in-process query restarts."""
 
@@ -186,6 +188,7 @@ class StreamApp:
         root = self.settings.stream.checkpoint_root
         if "://" not in root:
             Path(root).mkdir(parents=True, exist_ok=True)
+        self._started = time.monotonic()
         warm_workers(self.spark)  # in the background, while the queries plan their first batch
         for group in self.groups:
             self.queries[group.name] = self._start(group)
@@ -195,10 +198,11 @@ class StreamApp:
         log.info("stop requested")
         self._stop.set()
 
-    def run(self) -> int:
+    def run(self, progress: Callable[[str], None] | None = None) -> int:
         """Run until every query is done (AvailableNow), the duration passes, or a stop request.
 
-        Returns 0, or 1 when a group was given up (see :meth:`supervise`).
+        ``progress`` is told :meth:`status` every half second (a terminal's status line). Returns
+        0, or 1 when a group was given up (see :meth:`supervise`).
         """
         previous = (
             {sig: signal.signal(sig, self.request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
@@ -212,6 +216,8 @@ class StreamApp:
                 if deadline is not None and time.monotonic() >= deadline:
                     break
                 self.supervise()
+                if progress is not None:
+                    progress(self.status())
                 time.sleep(0.5)
         finally:
             self.stop()
@@ -219,6 +225,18 @@ class StreamApp:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
         return 1 if self.failed else 0
+
+    def status(self) -> str:
+        """One line: messages read so far (and their rate), then each group's batches and lag."""
+        seconds = time.monotonic() - self._started if self._started is not None else 0.0
+        drained = sum(w.drained for w in self.writers.values())
+        parts = [f"read {drained:,}", f"{drained / seconds:,.0f} msg/s" if seconds >= 1 else ""]
+        for name in sorted(self.writers):
+            writer = self.writers[name]
+            lag = "?" if writer.lag is None else f"{writer.lag:,}"
+            state = "done" if name not in self.queries and name not in self.book.pending else "lag " + lag
+            parts.append(f"{name}: {len(writer.timings)} batches, {state}")
+        return "  ".join(p for p in parts if p)
 
     def supervise(self) -> dict[str, str]:
         """Check every query once: drop finished ones (AvailableNow), note committed batches (they
@@ -297,6 +315,13 @@ def _committed_batch(query: Any) -> int | None:
     return int(progress["batchId"])
 
 
-def run_stream(settings: Settings, groups: list[GroupSpec], options: RunOptions) -> int:
-    """Run the groups until done; the library entry point of ``stream_wide.py`` / ``widehouse stream``."""
-    return StreamApp(settings, groups, options).run()
+def run_stream(
+    settings: Settings,
+    groups: list[GroupSpec],
+    options: RunOptions,
+    progress: Callable[[str], None] | None = None,
+) -> int:
+    """Run the groups until done; the library entry point of ``stream_wide.py`` / ``widehouse stream``.
+
+    ``progress``: see :meth:`StreamApp.run`."""
+    return StreamApp(settings, groups, options).run(progress)

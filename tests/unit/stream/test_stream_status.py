@@ -1,0 +1,31 @@
+"""The status line a drain shows on a terminal (``widehouse stream --available-now``)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+
+def test_status_sums_the_groups_and_shows_each_ones_lag(tmp_path: Path) -> None:
+    from tests.conftest import settings_for
+    from widehouse.stream.options import GroupSpec, RunOptions
+    from widehouse.stream.spark.job import StreamApp
+
+    app = StreamApp(
+        settings_for(tmp_path),
+        [GroupSpec("g001", ("a",)), GroupSpec("g002", ("b",)), GroupSpec("g003", ("c",))],
+        RunOptions(available_now=True),
+        spark=object(),
+    )
+    app.writers = {  # type: ignore[dict-item]
+        "g001": SimpleNamespace(drained=120_000, lag=30_000, timings=[{}, {}]),
+        "g002": SimpleNamespace(drained=80_000, lag=0, timings=[{}]),
+        "g003": SimpleNamespace(drained=0, lag=None, timings=[]),
+    }
+    app.queries = {"g001": object(), "g003": object()}  # g002 finished its drain
+    app._started = time.monotonic() - 10
+    status = app.status()
+    assert status.startswith("read 200,000  ")
+    assert " msg/s" in status  # 200,000 over ~10 s
+    assert status.endswith("g001: 2 batches, lag 30,000  g002: 1 batches, done  g003: 0 batches, lag ?")
