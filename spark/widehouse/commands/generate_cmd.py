@@ -160,7 +160,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
     def progress(done: int, total: int | None, seconds: float) -> None:
         share = f" / {total:,} ({done / total:.0%})" if total else ""
-        ticker.show(f"{verb} {done:,}{share}  {rate_text(done, seconds, 'msg')}  {seconds:.0f} s")
+        parts = (f"{verb} {done:,}{share}", rate_text(done, seconds, "msg"), f"{seconds:.0f} s")
+        text = "  ".join(p for p in parts if p)
+        ticker.show(text, force=total is not None and done >= total)  # the last figure always shows
 
     try:
         manifest = generate(settings, options, catalog, progress if ticker.enabled else None)

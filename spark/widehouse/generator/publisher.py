@@ -18,6 +18,7 @@ import logging
 import threading
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,8 +104,11 @@ class Publisher:
         if result != self._ok:
             self.stats.failure(str(result))
 
-    def send(self, chunk: Chunk, start: float | None) -> None:
-        """Send a chunk; with ``start`` (monotonic seconds), no message before start + its offset."""
+    def send(self, chunk: Chunk, start: float | None, tick: Callable[[int], None] | None = None) -> None:
+        """Send a chunk; with ``start`` (monotonic seconds), no message before start + its offset.
+
+        ``tick`` is told the messages sent so far every few hundred (a chunk paced at a low rate
+        takes long)."""
         builder, raw, stats = self._builder, self._raw, self.stats
         cache = self._partition_cache
         topics, keys, payloads, labels, offsets = (
@@ -116,13 +120,16 @@ class Publisher:
         )
         sent = stats.sent
         for j in range(len(payloads)):
-            if start is not None and j % PACE_CHECK_EVERY == 0:
-                due = start + offsets[j] / 1000.0
-                now = time.monotonic()
-                if due > now:
-                    time.sleep(due - now)
-                elif (lag := int((now - due) * 1000)) > stats.max_lag_ms:
-                    stats.max_lag_ms = lag
+            if j % PACE_CHECK_EVERY == 0:
+                if tick is not None:
+                    tick(sent)
+                if start is not None:
+                    due = start + offsets[j] / 1000.0
+                    now = time.monotonic()
+                    if due > now:
+                        time.sleep(due - now)
+                    elif (lag := int((now - due) * 1000)) > stats.max_lag_ms:
+                        stats.max_lag_ms = lag
             topic = topics[j]
             key = keys[j]
             producers = raw[topic]

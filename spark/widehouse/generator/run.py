@@ -97,10 +97,11 @@ def _publish(
     interrupted = False
     try:
         total = options.count or (int(options.rate * options.duration_s) if options.duration_s else None)
+        tick = None if progress is None else (lambda sent: progress(sent, total, time.monotonic() - start))
         for chunk in chunks:
-            publisher.send(chunk, start if paced else None)
-            if progress is not None:
-                progress(publisher.stats.sent, total, time.monotonic() - start)
+            publisher.send(chunk, start if paced else None, tick)
+        if tick is not None:
+            tick(publisher.stats.sent)
     except KeyboardInterrupt:
         interrupted = True
         raise
