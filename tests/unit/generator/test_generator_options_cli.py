@@ -91,22 +91,12 @@ def run_cli(*args: str, state: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+DRY_RUN = ("generate", "--dry-run", "--count", "3000", "--rate", "0", "--base-time", "2026-05-10T08:00:00Z")
+"""A small dry run: 3,000 events generated, nothing published."""
+
+
 def test_generate_dry_run_writes_the_manifest(tmp_path: Path) -> None:
-    out = run_cli(
-        "generate",
-        "--dry-run",
-        "--count",
-        "3000",
-        "--rate",
-        "0",
-        "--base-time",
-        "2026-05-10T08:00:00Z",
-        "--seed",
-        "9",
-        "--users",
-        "40",
-        state=tmp_path,
-    )
+    out = run_cli(*DRY_RUN, "--seed", "9", "--users", "40", state=tmp_path)
     assert out.returncode == 0, out.stderr
     manifest = json.loads((tmp_path / "generator" / "manifest.json").read_text())
     assert manifest["totals"]["sent"] == 3000 and manifest["run"]["dry_run"] is True
@@ -121,21 +111,7 @@ def test_generate_shows_its_progress_on_a_terminal(tmp_path: Path) -> None:
     primary, terminal = pty.openpty()
     try:
         out = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "widehouse",
-                "generate",
-                "--dry-run",
-                "--count",
-                "3000",
-                "--rate",
-                "0",
-                "--base-time",
-                "2026-05-10T08:00:00Z",
-                "--users",
-                "40",
-            ],
+            [sys.executable, "-m", "widehouse", *DRY_RUN, "--users", "40"],
             stdout=subprocess.PIPE,
             stderr=terminal,
             env={**os.environ, "WIDEHOUSE_STATE_DIR": str(tmp_path)},
