@@ -14,7 +14,7 @@ def test_status_sums_the_groups_and_shows_each_ones_lag(tmp_path: Path) -> None:
 
     app = StreamApp(
         settings_for(tmp_path),
-        [GroupSpec("g001", ("a",)), GroupSpec("g002", ("b",)), GroupSpec("g003", ("c",))],
+        [GroupSpec(f"g00{i}", (f"t{i}",)) for i in range(1, 5)],
         RunOptions(available_now=True),
         spark=object(),
     )
@@ -22,10 +22,15 @@ def test_status_sums_the_groups_and_shows_each_ones_lag(tmp_path: Path) -> None:
         "g001": SimpleNamespace(drained=120_000, lag=30_000, timings=[{}, {}]),
         "g002": SimpleNamespace(drained=80_000, lag=0, timings=[{}]),
         "g003": SimpleNamespace(drained=0, lag=None, timings=[]),
+        "g004": SimpleNamespace(drained=0, lag=5, timings=[]),
     }
+    app.failed = {"g004": "too many failures"}
     app.queries = {"g001": object(), "g003": object()}  # g002 finished its drain
     app._started = time.monotonic() - 10
     status = app.status()
     assert status.startswith("read 200,000  ")
     assert " msg/s" in status  # 200,000 over ~10 s
-    assert status.endswith("g001: 2 batches, lag 30,000  g002: 1 batches, done  g003: 0 batches, lag ?")
+    assert status.endswith(
+        "g001: 2 batches, lag 30,000  g002: 1 batches, done  g003: 0 batches, lag ?  "
+        "g004: 0 batches, given up"
+    )

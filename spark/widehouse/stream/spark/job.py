@@ -233,8 +233,12 @@ class StreamApp:
         parts = [f"read {drained:,}", f"{drained / seconds:,.0f} msg/s" if seconds >= 1 else ""]
         for name in sorted(self.writers):
             writer = self.writers[name]
-            lag = "?" if writer.lag is None else f"{writer.lag:,}"
-            state = "done" if name not in self.queries and name not in self.book.pending else "lag " + lag
+            if name in self.failed:
+                state = "given up"
+            elif name not in self.queries and name not in self.book.pending:
+                state = "done"
+            else:
+                state = "lag ?" if writer.lag is None else f"lag {writer.lag:,}"
             parts.append(f"{name}: {len(writer.timings)} batches, {state}")
         return "  ".join(p for p in parts if p)
 
