@@ -107,7 +107,7 @@ class Publisher:
     def send(self, chunk: Chunk, start: float | None, tick: Callable[[int], None] | None = None) -> None:
         """Send a chunk; with ``start`` (monotonic seconds), no message before start + its offset.
 
-        ``tick`` is told the messages sent so far every few hundred (a chunk paced at a low rate
+        ``tick`` is told the messages sent so far every ``PACE_CHECK_EVERY`` (a chunk paced at a low rate
         takes long)."""
         builder, raw, stats = self._builder, self._raw, self.stats
         cache = self._partition_cache
