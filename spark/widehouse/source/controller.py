@@ -256,16 +256,12 @@ class StreamController(_Base):
         budget: int | None,
     ) -> dict[TopicPartition, Mark]:
         """Admission control, then the exact mark each partition's batch ends at."""
-        takes = plan_takes(
-            {(tp.topic, tp.partition): n for tp, n in available.items()},
-            self.options.limits,
-            budget,
-            self._rotation,
-        )
         limits = self.options.limits
+        backlog = {(tp.topic, tp.partition): n for tp, n in available.items()}
+        takes = plan_takes(backlog, limits, budget, self._rotation)
         takes, self._turn = fewer_cuts(
             takes,
-            {(tp.topic, tp.partition): n for tp, n in available.items()},
+            backlog,
             limits.max_cuts,
             self._turn,
             keep=lambda key: limits.cap(key[0]) is not None,
