@@ -8,6 +8,7 @@ they are not tests and assert nothing about speed.
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 import sys
 from pathlib import Path
@@ -23,6 +24,19 @@ def available() -> dict[str, str]:
     return found
 
 
+def share_local_password() -> None:
+    """Benchmarks keep their state in temporary dirs but use the checkout's running local services:
+    export the checkout's ClickHouse password (the one `widehouse services up` generated) so the
+    settings they load with another state dir still reach the ClickHouse service."""
+    if os.environ.get("WIDEHOUSE_CLICKHOUSE_PASSWORD"):
+        return
+    from widehouse.settings import load_settings
+
+    password = load_settings().local.clickhouse_password
+    if password is not None:
+        os.environ["WIDEHOUSE_CLICKHOUSE_PASSWORD"] = password
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in {"-h", "--help"}:
         print("usage: python -m bench <name> [options]\n\nbenchmarks:")
@@ -33,6 +47,7 @@ def main(argv: list[str]) -> int:
     if name not in available():
         print(f"unknown benchmark {name!r}; run `python -m bench` for the list", file=sys.stderr)
         return 2
+    share_local_password()
     module = importlib.import_module(f"bench.{name}")
     return int(module.main(rest))
 

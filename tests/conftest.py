@@ -6,13 +6,15 @@
 - ``services``: the real local services (Pulsar, HBase + Thrift, the ClickHouse service). Reused
   when they already answer on the configured ports
   (e.g. a developer ran ``widehouse services up``) and then left running; otherwise started once
-  for the session and stopped at its end.
+  for the session and stopped at its end. The local ClickHouse password is chosen once per session
+  (:func:`session_clickhouse_password`) and exported, so both ways and every subprocess agree.
 - ``spark``: one local SparkSession (Delta + Hive) for the session, tuned small.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,26 @@ SPARK_TEST_CONF = {
     "spark.databricks.delta.snapshotPartitions": "2",
     "spark.sql.streaming.stopTimeout": "30s",
 }
+
+
+def session_clickhouse_password() -> str:
+    """The local ClickHouse password of this test session, in order of precedence:
+
+    1. ``WIDEHOUSE_CLICKHOUSE_PASSWORD`` when set (a developer who chose one);
+    2. the one ``widehouse services up`` generated in the environment's state dir (``<checkout>/.state``
+       unless ``WIDEHOUSE_STATE_DIR`` says otherwise): the developer's running services use it;
+    3. a new random one, for the services this session starts in its own fresh state dir (CI).
+    """
+    local = load_settings().local
+    if local.clickhouse_password is not None:
+        return local.clickhouse_password
+    return secrets.token_urlsafe(24)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # one password for the whole session: settings loaded anywhere (tests build their own, and
+    # subprocesses inherit os.environ with another state dir) reach the same ClickHouse service
+    os.environ["WIDEHOUSE_CLICKHOUSE_PASSWORD"] = session_clickhouse_password()
 
 
 def settings_for(state_dir: Path, **overrides: str) -> Settings:

@@ -204,6 +204,8 @@ def test_dataclass_defaults_come_from_the_table() -> None:
     allowed_elsewhere = {
         "local.java_home": None,  # None = java on PATH, what JAVA_HOME unset gives
         "hbase.zookeeper": "127.0.0.1:2181",  # what the default ZooKeeper port gives
+        "local.clickhouse_password": None,  # none until `widehouse services up` generates one
+        "airflow.password": None,  # none until `widehouse airflow up` generates one
     }
     for group in groups:
         cls = type(getattr(load_settings(BASE), group))
@@ -241,7 +243,7 @@ def test_defaults_describe_local_mode(tmp_path: Path) -> None:
     assert s.pulsar.service_url == "pulsar://127.0.0.1:6650"
     assert s.pulsar.admin_url == "http://127.0.0.1:8090"
     assert s.pulsar.auth_token is None
-    assert s.clickhouse.dsn == "http://widehouse:widehouse-local@127.0.0.1:8123/wh"  # the local service
+    assert s.clickhouse.dsn == "http://widehouse@127.0.0.1:8123/wh"  # the local service, no password yet
     assert not s.clickhouse.embedded  # the local service, over HTTP
     assert s.clickhouse.database == "wh"
     assert s.delta.root == str(tmp_path / "delta")
@@ -259,8 +261,9 @@ def test_defaults_describe_local_mode(tmp_path: Path) -> None:
         "widehouse",
         4,
     )
-    assert s.local.clickhouse_password == "widehouse-local"
-    assert s.local.clickhouse_url == "http://widehouse:widehouse-local@127.0.0.1:8123"
+    assert s.local.clickhouse_password is None  # nothing generated in this state dir: no constant
+    assert s.local.clickhouse_url == "http://widehouse@127.0.0.1:8123"
+    assert s.airflow.password is None
 
 
 def test_local_ports_drive_default_urls(tmp_path: Path) -> None:

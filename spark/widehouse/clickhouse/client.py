@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote, urlsplit
 
 from widehouse.errors import ClickHouseError
+from widehouse.private import private_dir
 from widehouse.settings import ClickHouseSettings
 
 if TYPE_CHECKING:
@@ -205,7 +206,7 @@ def connect(settings: ClickHouseSettings, create_database: bool = True, **client
         if settings.embedded:
             path = embedded_path(settings.dsn)
             if path is not None:
-                Path(path).mkdir(parents=True, exist_ok=True)
+                private_dir(Path(path))
             driver = clickhouse_connect.get_client(interface="chdb", path=path or ":memory:", **client_kwargs)
         else:
             driver = clickhouse_connect.get_client(dsn=_server_dsn(settings.dsn), **client_kwargs)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from widehouse import private
+from widehouse.commands.services_cmd import ensure_local_secrets
 from widehouse.commands.table import render
 from widehouse.errors import ConfigError
 from widehouse.services.airflow import AirflowStack
@@ -31,6 +33,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    if args.action == "up":  # the UI user's password, and the ClickHouse one its Connection carries
+        settings = ensure_local_secrets(settings, (private.AIRFLOW_PASSWORD, private.CLICKHOUSE_PASSWORD))
     stack = AirflowStack(settings.local, settings.airflow, report=lambda msg: print(msg, flush=True))
     if args.action == "up":
         stack.up()

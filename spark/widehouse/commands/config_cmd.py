@@ -1,4 +1,5 @@
-"""``widehouse config``: the effective settings (secrets masked), or the variable reference."""
+"""``widehouse config``: the effective settings (secrets masked unless ``--show-secrets``), or the
+variable reference."""
 
 from __future__ import annotations
 
@@ -16,6 +17,11 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--markdown", action="store_true", help="with --variables: a Markdown table (the README's)"
+    )
+    parser.add_argument(
+        "--show-secrets",
+        action="store_true",
+        help="show passwords, tokens and DSN credentials (the generated local passwords too) unmasked",
     )
     parser.set_defaults(func=run)
 
@@ -37,5 +43,5 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         rows = [(v.name, v.documented_default, v.help) for v in VARIABLES]
         print(render(("variable", "default", "meaning"), rows))
     else:
-        print(render(("setting", "value"), describe(settings)))
+        print(render(("setting", "value"), describe(settings, show_secrets=args.show_secrets)))
     return 0

@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from widehouse import private
+from widehouse.commands.services_cmd import ensure_local_secrets
 from widehouse.commands.table import render
 from widehouse.settings import Settings
 
@@ -32,6 +34,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from widehouse.demo.spark import DemoOptions, run_demo
 
+    settings = ensure_local_secrets(settings, (private.CLICKHOUSE_PASSWORD,))  # it may start the services
     options = DemoOptions(
         rate=args.rate, seconds=args.seconds, users=args.users, seed=args.seed, groups=args.groups
     )

@@ -1,13 +1,18 @@
-"""``widehouse services up|down|status [NAME ...]``."""
+"""``widehouse services up|down|status [NAME ...]``.
+
+The first ``up`` of a state dir that starts the ClickHouse service generates its password (unless
+``WIDEHOUSE_CLICKHOUSE_PASSWORD`` sets one) and prints it once; :func:`ensure_local_secrets`.
+"""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
+from widehouse import private
 from widehouse.commands.table import render
 from widehouse.services import ServiceManager
-from widehouse.settings import Settings
+from widehouse.settings import Settings, create_local_secrets, load_settings
 
 
 def register(subparsers: Any) -> None:
@@ -22,9 +27,28 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
+def ensure_local_secrets(settings: Settings, names: tuple[str, ...]) -> Settings:
+    """Generate the local passwords ``names`` a start needs and has neither from its variable nor from
+    the state dir; print each new one once; return settings that hold them.
+
+    ``settings`` were loaded from ``os.environ`` (the CLI's ``main``); so are the new ones.
+    """
+    created = create_local_secrets(names)
+    for secret in created:
+        print(
+            f"widehouse: generated the {secret.what}: {secret.value}\n"
+            f"  stored in {secret.path} (mode 0600); shown again by `widehouse config --show-secrets`; "
+            f"set {secret.variable} to choose your own",
+            flush=True,
+        )
+    return load_settings() if created else settings
+
+
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    manager = ServiceManager(settings.local, report=lambda msg: print(msg, flush=True))
     names = args.names or None
+    if args.action == "up" and (names is None or "clickhouse" in names):
+        settings = ensure_local_secrets(settings, (private.CLICKHOUSE_PASSWORD,))
+    manager = ServiceManager(settings.local, report=lambda msg: print(msg, flush=True))
     if args.action == "up":
         manager.up(names)
         print(render_status(manager, names))

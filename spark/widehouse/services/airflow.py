@@ -3,9 +3,13 @@
 Each component is a :class:`LocalService` (pid file, log, marker, health probe) under
 ``<state>/airflow/services/<component>``; :class:`AirflowStack` starts them with the generic
 :class:`~widehouse.services.manager.ServiceManager` after ``airflow db migrate``. Metadata lives in
-SQLite under ``<state>/airflow`` with the LocalExecutor (what ``airflow standalone`` uses), DAGs
-come from the project's ``dags/``, the simple auth manager holds one admin user, and Connections
-come from the committed dev-connections file through Airflow's local file-system secrets backend.
+SQLite under ``<state>/airflow`` (0700) with the LocalExecutor (what ``airflow standalone`` uses),
+DAGs come from the project's ``dags/``, the simple auth manager holds one admin user whose password
+is generated per state dir by the first ``widehouse airflow up`` (unless WIDEHOUSE_AIRFLOW_PASSWORD
+sets it), and Connections come from the committed dev-connections file through Airflow's local
+file-system secrets backend. That file names the local ClickHouse service without its password (it
+is generated per checkout too): ``up`` renders it into ``<state>/airflow/connections.json`` (0600)
+with the local password filled in (:func:`render_connections`).
 
 Two traps this module handles: every component and task runs with the venv's ``bin`` first on PATH
 (Airflow starts ``airflow ...`` subprocesses), and ``core.execution_api_server_url`` (how tasks
@@ -25,7 +29,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from widehouse.errors import ServiceError
+from widehouse import private
+from widehouse.errors import ConfigError, ServiceError
+from widehouse.orchestration.connections import CLICKHOUSE
 from widehouse.services.base import LocalService
 from widehouse.services.manager import ServiceManager, ServiceStatus
 from widehouse.services.process import PortSpec, tail
@@ -73,13 +79,64 @@ def airflow_environment(airflow: AirflowSettings, keys: dict[str, str], bin_dir:
     if airflow.connections_file is not None:
         env["AIRFLOW__SECRETS__BACKEND"] = FILE_SECRETS
         env["AIRFLOW__SECRETS__BACKEND_KWARGS"] = json.dumps(
-            {"connections_file_path": str(airflow.connections_file)}
+            {"connections_file_path": str(connections_path(airflow))}
         )
     return env
 
 
 def passwords_file(airflow: AirflowSettings) -> Path:
     return airflow.home / "simple_auth_manager_passwords.json"
+
+
+def connections_path(airflow: AirflowSettings) -> Path:
+    """The Connections file the components read: WIDEHOUSE_AIRFLOW_CONNECTIONS_FILE, rendered."""
+    return airflow.home / "connections.json"
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write a file only this user can read (0600 from the first byte, in a 0700 directory)."""
+    private.private_dir(path.parent)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # an existing file keeps its old mode through O_CREAT
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def write_passwords_file(airflow: AirflowSettings) -> Path:
+    """The simple auth manager's passwords file: the one user and its (generated or set) password."""
+    if airflow.password is None:
+        raise ConfigError(
+            "the local Airflow user has no password: `widehouse airflow up` generates one for the state "
+            "dir, or set WIDEHOUSE_AIRFLOW_PASSWORD"
+        )
+    path = passwords_file(airflow)
+    write_private(path, json.dumps({airflow.user: airflow.password}))
+    return path
+
+
+def render_connections(source: Path, local: LocalServicesSettings) -> str:
+    """The Connections file ``source`` with the local ClickHouse password filled in.
+
+    Only a ``widehouse_clickhouse`` Connection that names the local service (loopback host, its port
+    and user) and carries no password gets it: a Connection to any other server is left as written.
+    """
+    try:
+        body = json.loads(source.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(
+            f"cannot read the Airflow Connections file {source} (WIDEHOUSE_AIRFLOW_CONNECTIONS_FILE): {exc}"
+        ) from exc
+    conn = body.get(CLICKHOUSE) if isinstance(body, dict) else None
+    if (
+        isinstance(conn, dict)
+        and not conn.get("password")
+        and local.clickhouse_password is not None
+        and conn.get("host") in ("127.0.0.1", "localhost")
+        and str(conn.get("port") or 8123) == str(local.clickhouse_port)
+        and conn.get("login") == local.clickhouse_user
+    ):
+        conn["password"] = local.clickhouse_password
+    return json.dumps(body, indent=2) + "\n"
 
 
 def component_keys(airflow: AirflowSettings) -> dict[str, str]:
@@ -92,9 +149,7 @@ def component_keys(airflow: AirflowSettings) -> dict[str, str]:
     except (OSError, ValueError):
         pass  # missing or unreadable: make new ones (tokens of the old ones are merely invalidated)
     keys = {"jwt_secret": secrets.token_urlsafe(32), "secret_key": secrets.token_urlsafe(32)}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(keys))
-    path.chmod(0o600)
+    write_private(path, json.dumps(keys))
     return keys
 
 
@@ -149,10 +204,13 @@ class AirflowApiServer(AirflowComponent):
         return (PortSpec("ui/api", self.airflow.port, "WIDEHOUSE_AIRFLOW_PORT"),)
 
     def prepare(self) -> None:
-        """Migrate the metadata DB and write the user's password before the API server starts."""
-        self.airflow.home.mkdir(parents=True, exist_ok=True)
-        passwords_file(self.airflow).write_text(json.dumps({self.airflow.user: self.airflow.password}))
-        passwords_file(self.airflow).chmod(0o600)
+        """Write the user's password and the Connections, and migrate the metadata DB, before the API
+        server starts."""
+        private.private_dir(self.airflow.home, tighten=True)
+        write_passwords_file(self.airflow)
+        if self.airflow.connections_file is not None:
+            rendered = render_connections(self.airflow.connections_file, self.local)
+            write_private(connections_path(self.airflow), rendered)
         migrate(self.airflow, {**os.environ, **self.environment()}, self.log_file)
 
 
@@ -240,6 +298,7 @@ class AirflowStack:
             raise ServiceError(
                 f"the DAG folder {self.airflow.dags_dir} does not exist (WIDEHOUSE_AIRFLOW_DAGS_DIR)"
             )
+        private.private_dir(self.airflow.home, tighten=True)  # metadata DB, logs, passwords: ours only
         return self.manager.up()
 
     def down(self) -> list[str]:
@@ -254,5 +313,5 @@ class AirflowStack:
     def login_hint(self) -> str:
         return (
             f"Airflow UI: {self.airflow.url}  (user {self.airflow.user}; password: "
-            f"WIDEHOUSE_AIRFLOW_PASSWORD, default widehouse-local; also in {passwords_file(self.airflow)})"
+            f"`widehouse config --show-secrets`, also in {passwords_file(self.airflow)})"
         )

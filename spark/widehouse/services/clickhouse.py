@@ -4,6 +4,8 @@ No ClickHouse server binary can be installed here, so one Python process
 (:mod:`widehouse.clickhouse.server`) holds the engine on ``<state>/services/clickhouse/data`` and
 serves clickhouse-connect's HTTP protocol on loopback; every process (streams, batch jobs, CLI,
 Airflow tasks, tests) reaches it at ``WIDEHOUSE_CLICKHOUSE_DSN``'s default URL, as it would a server.
+It always runs with a password: ``WIDEHOUSE_CLICKHOUSE_PASSWORD``, else the one ``widehouse services
+up`` generated for the state dir (:mod:`widehouse.private`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import sys
 import urllib.error
 import urllib.request
 
+from widehouse.errors import ConfigError
 from widehouse.services.base import LocalService
 from widehouse.services.process import PortSpec
 
@@ -23,6 +26,11 @@ class ClickHouseService(LocalService):
         return (PortSpec("http", self.local.clickhouse_port, "WIDEHOUSE_CLICKHOUSE_PORT"),)
 
     def command(self) -> tuple[str, ...]:
+        if self.local.clickhouse_password is None:
+            raise ConfigError(
+                "the local ClickHouse service has no password: `widehouse services up` generates one "
+                "for the state dir, or set WIDEHOUSE_CLICKHOUSE_PASSWORD"
+            )
         return (
             sys.executable,
             "-m",
@@ -40,7 +48,8 @@ class ClickHouseService(LocalService):
 
     def environment(self) -> dict[str, str]:
         # the password goes to the child's environment, never onto its command line
-        return {"WIDEHOUSE_CLICKHOUSE_PASSWORD": self.local.clickhouse_password}
+        password = self.local.clickhouse_password
+        return {} if password is None else {"WIDEHOUSE_CLICKHOUSE_PASSWORD": password}
 
     def probe(self) -> str | None:
         """A real authenticated query: ``SELECT 1`` over HTTP."""
@@ -49,7 +58,7 @@ class ClickHouseService(LocalService):
             url,
             headers={
                 "X-ClickHouse-User": self.local.clickhouse_user,
-                "X-ClickHouse-Key": self.local.clickhouse_password,
+                "X-ClickHouse-Key": self.local.clickhouse_password or "",
             },
         )
         try:

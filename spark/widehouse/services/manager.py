@@ -2,7 +2,8 @@
 
 ``up`` starts what is not running (independent services in parallel, dependants after the services
 they need are healthy) and waits for real health; running healthy services are left alone, so
-``up`` twice is harmless. ``down`` stops in reverse order and also finds processes whose pid file
+``up`` twice is harmless; it also creates (or tightens) the state dir and every service's directory
+as 0700. ``down`` stops in reverse order and also finds processes whose pid file
 was lost. Failures name the service and show the tail of its log.
 """
 
@@ -12,6 +13,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from widehouse import private
 from widehouse.errors import ConfigError, ServiceError
 from widehouse.services.base import LocalService
 from widehouse.services.clickhouse import ClickHouseService
@@ -101,6 +103,10 @@ class ServiceManager:
         started: list[str] = []
         pending = self.select(names, with_dependencies=True)
         t0 = time.monotonic()
+        private.private_dir(self.local.state_dir, tighten=True)  # data, logs, secrets: this user's only
+        for service in pending:
+            private.private_dir(service.dir.parent, tighten=True)
+            private.private_dir(service.dir, tighten=True)
         while pending:
             # launch every service whose dependencies are healthy, then wait for that wave
             wave = [s for s in pending if all(d not in {p.name for p in pending} for d in s.depends_on)]

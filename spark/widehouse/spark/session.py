@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from widehouse.errors import SetupError
+from widehouse.private import private_dir
 from widehouse.settings import Settings
 
 if TYPE_CHECKING:
@@ -82,6 +83,18 @@ def check_jars(settings: Settings) -> None:
         )
 
 
+def make_local_dirs(settings: Settings) -> None:
+    """Create the session's local data dirs (Hive metastore, Spark scratch, Delta root, warehouse)
+    as 0700: this user's only. URIs (s3a://, hdfs://) are the store's business."""
+    if not settings.hive.metastore_uri:
+        private_dir(Path(settings.hive.metastore_db_dir).parent)
+    if settings.spark.local_dir:
+        private_dir(Path(settings.spark.local_dir))
+    for location in (settings.delta.root, settings.hive.warehouse_dir):
+        if location.startswith("/"):
+            private_dir(Path(location))
+
+
 def build_session(
     settings: Settings, app_name: str, overrides: Mapping[str, str] | None = None
 ) -> SparkSession:
@@ -90,10 +103,7 @@ def build_session(
 
     check_jars(settings)
     conf = spark_conf(settings, app_name, overrides)
-    if not settings.hive.metastore_uri:
-        Path(settings.hive.metastore_db_dir).parent.mkdir(parents=True, exist_ok=True)
-    if settings.spark.local_dir:
-        Path(settings.spark.local_dir).mkdir(parents=True, exist_ok=True)
+    make_local_dirs(settings)
     if settings.spark.is_local:
         # Python data sources (the pulsar source) run in processes the JVM starts with its own
         # PYSPARK_PYTHON, not spark.pyspark.python: make it this interpreter before the JVM starts.

@@ -28,6 +28,7 @@ from typing import Any
 from widehouse import clickhouse
 from widehouse.catalog import Catalog, load_catalog
 from widehouse.errors import CheckpointError, ConfigError
+from widehouse.private import private_dir
 from widehouse.settings import Settings
 from widehouse.stream.bronze import BronzeWriter
 from widehouse.stream.options import GroupSpec, RunOptions
@@ -187,7 +188,7 @@ class StreamApp:
                 self.bronze.ensure(table)  # created by the stream's delta-rs writer, the tables' only writer
         root = self.settings.stream.checkpoint_root
         if "://" not in root:
-            Path(root).mkdir(parents=True, exist_ok=True)
+            private_dir(Path(root))  # checkpoints hold offsets and state: this user's only
         self._started = time.monotonic()
         warm_workers(self.spark)  # in the background, while the queries plan their first batch
         for group in self.groups:
