@@ -20,10 +20,17 @@ _READY = re.compile(r"^ready: .* on http://([^ ]+):(\d+) ")
 class ServerProcess:
     """One service process on a data directory, started on a free loopback port."""
 
-    def __init__(self, data_dir: Path, handles: int = 4, max_body_bytes: int | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        handles: int = 4,
+        max_body_bytes: int | None = None,
+        extra_args: tuple[str, ...] = (),
+    ) -> None:
         self.data_dir = data_dir
         self.handles = handles
         self.max_body_bytes = max_body_bytes
+        self.extra_args = extra_args
         self.proc: subprocess.Popen[str] | None = None
         self.port = 0
         self.lines: queue.Queue[str] = queue.Queue()
@@ -36,6 +43,7 @@ class ServerProcess:
         ]  # fmt: skip
         if self.max_body_bytes is not None:
             argv += ["--max-body-bytes", str(self.max_body_bytes)]
+        argv += self.extra_args
         env = {**os.environ, "WIDEHOUSE_CLICKHOUSE_PASSWORD": PASSWORD}
         self.proc = subprocess.Popen(
             argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
@@ -84,6 +92,19 @@ class ServerProcess:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(30)
+
+    def reset_peak_rss(self) -> None:
+        """Start :meth:`peak_rss` again from the current resident memory (Linux ``clear_refs``)."""
+        assert self.proc is not None
+        Path(f"/proc/{self.proc.pid}/clear_refs").write_text("5")
+
+    def peak_rss(self) -> int:
+        """The process's peak resident memory since start or :meth:`reset_peak_rss`, in bytes (``VmHWM``)."""
+        assert self.proc is not None
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+        raise RuntimeError("no VmHWM in /proc status")
 
     def output(self) -> list[str]:
         """Lines printed on stdout/stderr so far (after the ready line)."""

@@ -7,7 +7,12 @@ the HTTP interface clickhouse-connect speaks (``http://user:password@127.0.0.1:P
 - :mod:`.config`: :class:`ServerConfig` (loopback only);
 - :mod:`.engine`: the pool of chDB handles, each brought to a request's settings and database;
 - :mod:`.protocol`, :mod:`.codec`, :mod:`.sql`: parameters, credentials, errors, bodies, routing;
+- :mod:`.guard`: what a request may run (nothing that reaches the host; ``GET`` is read-only);
 - :mod:`.sessions`: ``session_id`` state; :mod:`.executor`: one request; :mod:`.http`: the server.
+
+Safe by default: a password is required, every request is authenticated before its body is read,
+every read and each query's time and memory are bounded, and so are connections and the wait for an
+engine handle (see :class:`ServerConfig`).
 
 Run it with ``python -m widehouse.clickhouse.server --data-dir DIR --port P`` (see ``__main__``).
 """

@@ -1,7 +1,9 @@
 """Run the service: ``python -m widehouse.clickhouse.server --data-dir DIR [--port P]``.
 
-Other options: ``--user U --handles N --max-body-bytes B --log-file F`` (``--help``).
-The password comes from ``WIDEHOUSE_CLICKHOUSE_PASSWORD`` (never the command line). Prints one ready
+Other options: ``--user U --handles N --max-body-bytes B --log-file F``, caps ``--max-connections
+--max-execution-time --max-memory-usage --acquire-timeout --head-timeout`` (``--help``).
+The password comes from ``WIDEHOUSE_CLICKHOUSE_PASSWORD`` (never the command line); without it the
+service refuses to start. Prints one ready
 line (``ready: ... http://HOST:PORT ...``) on stdout once it accepts requests, serves until SIGTERM or
 SIGINT, then finishes requests in flight, closes the engine and prints ``stopped``. Exit codes: 0 after
 a clean stop, 2 for a configuration error, 1 when the engine or the port cannot be opened.
@@ -18,9 +20,14 @@ from pathlib import Path
 from types import FrameType
 
 from widehouse.clickhouse.server.config import (
+    DEFAULT_ACQUIRE_TIMEOUT,
     DEFAULT_HANDLES,
+    DEFAULT_HEAD_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_EXECUTION_TIME,
+    DEFAULT_MAX_MEMORY_USAGE,
     DEFAULT_PORT,
     PASSWORD_ENV,
     ServerConfig,
@@ -44,6 +51,21 @@ def parse_args(argv: list[str], environ: dict[str, str]) -> ServerConfig:
     parser.add_argument(
         "--idle-timeout", type=float, default=DEFAULT_IDLE_TIMEOUT, help="socket idle timeout (s)"
     )
+    parser.add_argument(
+        "--max-connections", type=int, default=DEFAULT_MAX_CONNECTIONS, help="open connections (threads) cap"
+    )
+    parser.add_argument(
+        "--max-execution-time", type=int, default=DEFAULT_MAX_EXECUTION_TIME, help="per-query time cap (s)"
+    )
+    parser.add_argument(
+        "--max-memory-usage", type=int, default=DEFAULT_MAX_MEMORY_USAGE, help="per-query memory cap (bytes)"
+    )
+    parser.add_argument(
+        "--acquire-timeout", type=float, default=DEFAULT_ACQUIRE_TIMEOUT, help="wait for an engine handle (s)"
+    )
+    parser.add_argument(
+        "--head-timeout", type=float, default=DEFAULT_HEAD_TIMEOUT, help="time to send the query text (s)"
+    )
     parser.add_argument("--log-file", type=Path, default=None, help="log here instead of stderr")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     parser.add_argument(
@@ -61,6 +83,11 @@ def parse_args(argv: list[str], environ: dict[str, str]) -> ServerConfig:
         max_body_bytes=args.max_body_bytes,
         idle_timeout=args.idle_timeout,
         log_file=args.log_file,
+        max_connections=args.max_connections,
+        max_execution_time=args.max_execution_time,
+        max_memory_usage=args.max_memory_usage,
+        acquire_timeout=args.acquire_timeout,
+        head_timeout=args.head_timeout,
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import re
 import zlib
 from collections.abc import Iterator
 from typing import Protocol
@@ -15,6 +16,7 @@ from typing import Protocol
 from widehouse.clickhouse.server.protocol import QueryError
 
 READ_SIZE = 1 << 20
+_HEX = re.compile(rb"[0-9A-Fa-f]{1,16}")
 ENCODINGS = ("zstd", "lz4", "gzip", "deflate")
 """Content encodings accepted for request bodies and offered for replies, most preferred first."""
 
@@ -31,14 +33,23 @@ class BodyTooLargeError(QueryError):
 
 
 class Body:
-    """The body of one request: ``Content-Length`` bytes, chunked transfer encoding, or nothing."""
+    """The body of one request: ``Content-Length`` bytes, chunked transfer encoding, or nothing.
+
+    Every read is bounded: a sized body is read in pieces of at most :data:`READ_SIZE`, a chunk
+    whose size line is not a hexadecimal count or would take the body past ``limit`` is refused
+    before its data is read, and a chunk's data is read in pieces too.
+    """
 
     def __init__(self, stream: io.BufferedIOBase, length: int | None, chunked: bool, limit: int) -> None:
+        if length is not None and length < 0:
+            raise ValueError(f"negative Content-Length {length}")
         self._stream = stream
         self._remaining = length or 0
         self._chunked = chunked
+        self._chunk_left = 0
         self._limit = limit
         self.received = 0
+        self.malformed = False
         self.finished = not chunked and not length
         self._declared_too_large = length is not None and length > limit
 
@@ -51,19 +62,25 @@ class Body:
         if self._declared_too_large:
             raise BodyTooLargeError(self._limit)
         while not self.finished:
-            data = self._next_chunked() if self._chunked else self._next_sized()
+            data = self._next_chunked(self._limit - self.received) if self._chunked else self._next_sized()
             if data:
                 self.received += len(data)
                 if self.received > self._limit:
                     raise BodyTooLargeError(self._limit)
                 yield data
 
+    def abandon(self) -> None:
+        """Never read the rest (the connection is closed instead), e.g. for a client too slow to wait for."""
+        self.malformed = True
+
     def drain(self, cap: int) -> bool:
         """Read and drop what is left of the body (at most ``cap`` bytes); False if more was left."""
         dropped = 0
         try:
+            if self._declared_too_large or self.malformed:
+                return False
             while not self.finished and dropped <= cap:
-                data = self._next_chunked() if self._chunked else self._next_sized()
+                data = self._next_chunked(cap - dropped) if self._chunked else self._next_sized()
                 dropped += len(data)
         except (OSError, QueryError):
             return False
@@ -77,20 +94,35 @@ class Body:
         self.finished = self._remaining == 0
         return data
 
-    def _next_chunked(self) -> bytes:
-        line = self._stream.readline(1024)
-        try:
-            size = int(line.split(b";", 1)[0].strip(), 16)
-        except ValueError as exc:
-            raise QueryError.of("INCORRECT_DATA", f"Malformed chunk size line {line[:40]!r}") from exc
-        if size == 0:
-            while self._stream.readline(1024) not in (b"\r\n", b"\n", b""):
-                pass  # trailers
-            self.finished = True
-            return b""
-        data = self._stream.read(size)
-        if len(data) != size or self._stream.readline(16) not in (b"\r\n", b"\n"):
-            raise QueryError.of("INCORRECT_DATA", "Malformed chunked request body")
+    def _next_chunked(self, budget: int) -> bytes:
+        if self._chunk_left == 0:
+            line = self._stream.readline(1024)
+            text = line.split(b";", 1)[0].strip()
+            if not _HEX.fullmatch(text):
+                self.malformed = True
+                raise QueryError.of("BAD_ARGUMENTS", f"Malformed chunk size line {line[:40]!r}")
+            size = int(text, 16)
+            if size == 0:
+                for _ in range(64):  # trailers, up to a blank line
+                    if self._stream.readline(1024) in (b"\r\n", b"\n", b""):
+                        break
+                else:
+                    self.malformed = True
+                    raise QueryError.of("BAD_ARGUMENTS", "Too many trailers after a chunked request body")
+                self.finished = True
+                return b""
+            if size > budget:  # refused unread: the rest of the body is not drained either
+                self.malformed = True
+                raise BodyTooLargeError(self._limit)
+            self._chunk_left = size
+        data = self._stream.read(min(READ_SIZE, self._chunk_left))
+        if not data:
+            self.malformed = True
+            raise QueryError.of("BAD_ARGUMENTS", "Chunked request body ended inside a chunk")
+        self._chunk_left -= len(data)
+        if self._chunk_left == 0 and self._stream.readline(16) not in (b"\r\n", b"\n"):
+            self.malformed = True
+            raise QueryError.of("BAD_ARGUMENTS", "Malformed chunked request body")
         return data
 
 
@@ -98,7 +130,7 @@ class _Decompressor(Protocol):
     eof: bool
     unused_data: bytes
 
-    def decompress(self, data: bytes) -> bytes: ...
+    def decompress(self, data: bytes, max_length: int = -1) -> bytes: ...
 
 
 def _decompressor(encoding: str) -> _Decompressor:
@@ -116,7 +148,11 @@ def _decompressor(encoding: str) -> _Decompressor:
 
 
 def decoded(chunks: Iterator[bytes], encoding: str | None, limit: int) -> Iterator[bytes]:
-    """The body decompressed per its ``Content-Encoding``; concatenated frames (one per block) are fine."""
+    """The body decompressed per its ``Content-Encoding``; concatenated frames (one per block) are fine.
+
+    Decompression is streamed: each call inflates at most :data:`READ_SIZE` bytes, so a small body
+    that inflates past ``limit`` is refused after ``limit`` bytes, never inflated whole.
+    """
     name = (encoding or "").strip().lower()
     if name in ("", "identity"):
         yield from chunks
@@ -128,21 +164,36 @@ def decoded(chunks: Iterator[bytes], encoding: str | None, limit: int) -> Iterat
     try:
         for chunk in chunks:
             data = chunk
-            while data:
-                out = decoder.decompress(data)
-                data = b""
-                if decoder.eof:
-                    data = decoder.unused_data
-                    decoder = _decompressor(name)
+            while True:
+                out, data = _inflate(decoder, data)
                 if out:
                     total += len(out)
                     if total > limit:
                         raise BodyTooLargeError(limit)
                     yield out
+                if decoder.eof:
+                    data = decoder.unused_data  # all input after the frame (zlib also leaves it in the tail)
+                    decoder = _decompressor(name)
+                    if data:
+                        continue
+                if not data and not out:
+                    break
     except QueryError:
         raise
     except Exception as exc:  # each codec has its own error type; all mean a corrupt body
         raise QueryError.of("CANNOT_DECOMPRESS", f"Cannot decompress the {name} request body: {exc}") from exc
+
+
+def _inflate(decoder: _Decompressor, data: bytes) -> tuple[bytes, bytes]:
+    """At most :data:`READ_SIZE` bytes inflated from ``data`` (or from input the decoder holds) and
+    the input still to feed."""
+    tail = getattr(decoder, "unconsumed_tail", None)
+    if tail is not None:  # zlib: input it did not use comes back as unconsumed_tail
+        out = decoder.decompress(data, READ_SIZE)
+        return out, decoder.unconsumed_tail  # type: ignore[attr-defined]
+    if not data and getattr(decoder, "needs_input", True):
+        return b"", b""
+    return decoder.decompress(data, max_length=READ_SIZE), b""
 
 
 def reply_encoding(accept_encoding: str | None) -> str | None:

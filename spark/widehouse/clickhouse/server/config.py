@@ -16,6 +16,11 @@ DEFAULT_PORT = 8123
 DEFAULT_HANDLES = 4
 DEFAULT_MAX_BODY_BYTES = 1 << 30
 DEFAULT_IDLE_TIMEOUT = 300.0
+DEFAULT_MAX_CONNECTIONS = 64
+DEFAULT_MAX_EXECUTION_TIME = 600
+DEFAULT_MAX_MEMORY_USAGE = 4 << 30
+DEFAULT_ACQUIRE_TIMEOUT = 120.0
+DEFAULT_HEAD_TIMEOUT = 60.0
 
 
 @dataclass(frozen=True)
@@ -25,6 +30,11 @@ class ServerConfig:
     ``handles`` is the number of chDB connection handles (queries and inserts that run at once);
     ``max_body_bytes`` caps a request body (on the wire and decompressed); ``idle_timeout`` is how
     long a connection may stay silent (between requests or mid-upload) before it is closed.
+    ``max_connections`` caps open connections (one thread each; more are answered 503 and closed);
+    ``max_execution_time`` (s) and ``max_memory_usage`` (bytes) are each query's engine limits (a
+    request may lower them, not lift them); ``acquire_timeout`` is how long a request waits for a
+    free engine handle; ``head_timeout`` is how long the client may take to send the query text.
+    The password is required: there is no user without one.
     """
 
     data_dir: Path
@@ -36,6 +46,11 @@ class ServerConfig:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT
     log_file: Path | None = None
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    max_execution_time: int = DEFAULT_MAX_EXECUTION_TIME
+    max_memory_usage: int = DEFAULT_MAX_MEMORY_USAGE
+    acquire_timeout: float = DEFAULT_ACQUIRE_TIMEOUT
+    head_timeout: float = DEFAULT_HEAD_TIMEOUT
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -50,7 +65,21 @@ class ServerConfig:
             raise ConfigError(f"--idle-timeout must be positive, got {self.idle_timeout}")
         if not self.user:
             raise ConfigError("ClickHouse service user is empty (--user)")
+        for name, value in (
+            ("--max-connections", self.max_connections),
+            ("--max-execution-time", self.max_execution_time),
+            ("--max-memory-usage", self.max_memory_usage),
+            ("--acquire-timeout", self.acquire_timeout),
+            ("--head-timeout", self.head_timeout),
+        ):
+            if value <= 0:
+                raise ConfigError(f"{name} must be positive, got {value}")
         require_loopback(self.host)
+        if not self.password:
+            raise ConfigError(
+                f"ClickHouse service password is not set: export {PASSWORD_ENV} (the service accepts no "
+                "user without a password)"
+            )
 
 
 def require_loopback(host: str) -> None:

@@ -65,23 +65,48 @@ class Handle:
     (e.g. after a request set ``readonly``).
     """
 
-    def __init__(self, connect: Callable[[], Any]) -> None:
+    def __init__(self, connect: Callable[[], Any], defaults: Mapping[str, str] | None = None) -> None:
         self._connect = connect
+        self._defaults = {**(defaults or {}), **FORCED_SETTINGS}
         self.broken = False
+        self.scratch = False
         self._open()
 
     def _open(self) -> None:
         self.conn = self._connect()
         self.database = "default"
         self.applied: dict[str, str] = {}
-        self._run(f"SET {', '.join(f'{k} = {quote(v)}' for k, v in FORCED_SETTINGS.items())}")
+        self._run(f"SET {', '.join(f'{k} = {quote(v)}' for k, v in self._defaults.items())}")
         self.baseline = {row["name"]: row["value"] for row in self._changed()}
 
     def reopen(self) -> None:
-        """Replace the connection by a fresh one (baseline settings, database ``default``)."""
+        """Replace the connection by a fresh one (baseline settings, database ``default``).
+
+        If that fails the handle stays ``broken`` (the pool retries before lending it again) and the
+        error propagates.
+        """
         log.info("replacing a chDB handle that cannot be reset")
+        self.broken = True
         _close_conn(self.conn)
-        self._open()
+        try:
+            self._open()
+        except QueryError:
+            raise
+        except Exception as exc:  # chDB raises RuntimeError when the engine cannot open a connection
+            raise QueryError.of("CANNOT_SCHEDULE_TASK", f"Cannot reopen an engine handle: {exc}") from exc
+        self.broken = False
+        self.scratch = False
+
+    def drop_temporary_tables(self) -> None:
+        """Drop the temporary tables a request created (they would shadow tables for later requests)."""
+        self.scratch = False
+        rows = self._run(
+            "SELECT name FROM system.tables WHERE is_temporary SETTINGS use_query_cache = 0",
+            "TabSeparatedRaw",
+        )
+        for name in rows.data.decode().splitlines():
+            if name:
+                self._run(f"DROP TEMPORARY TABLE IF EXISTS {quote_identifier(name)}")
 
     # -- state -------------------------------------------------------------------------------------
     def prepare(self, database: str, settings: Mapping[str, str]) -> None:
@@ -148,6 +173,7 @@ class Handle:
                 inserter.append(chunk)
             result = inserter.finish()
         except BaseException as exc:
+            self.broken = True  # as after a failed query (see _run)
             self._cancel(inserter)
             if isinstance(exc, QueryError | GeneratorExit | KeyboardInterrupt | SystemExit):
                 raise
@@ -172,6 +198,9 @@ class Handle:
         try:
             result = self.conn.query(sql, fmt, params=dict(params or {}))
         except Exception as exc:  # chDB raises ChdbError/RuntimeError with ClickHouse's message
+            # chDB keeps the output a failed statement produced before it failed and prepends it to
+            # the next result on this connection: the handle is replaced before it is lent again
+            self.broken = True
             raise QueryError.from_engine(exc) from exc
         return Outcome(
             result.bytes() or b"",
@@ -184,13 +213,27 @@ class Handle:
 
 
 class EnginePool:
-    """``size`` handles on the chDB engine at ``data_dir``, lent one request at a time."""
+    """``size`` handles on the chDB engine at ``data_dir``, lent one request at a time.
 
-    def __init__(self, data_dir: Path, size: int) -> None:
+    Every handle starts from ``defaults`` (the service's per-query caps) plus :data:`FORCED_SETTINGS`.
+    A request waits at most ``acquire_timeout`` seconds for a free handle. A handle that cannot be
+    brought back to a clean state is reopened; if that fails it stays in the pool marked broken and is
+    reopened again before it is next lent, so the pool keeps its size and never lends a dead handle.
+    """
+
+    def __init__(
+        self,
+        data_dir: Path,
+        size: int,
+        defaults: Mapping[str, str] | None = None,
+        acquire_timeout: float | None = None,
+    ) -> None:
         import chdb
 
         self._chdb = chdb
         self.data_dir = data_dir
+        self.defaults = dict(defaults or {})
+        self.acquire_timeout = acquire_timeout
         self._free: queue.LifoQueue[Handle] = queue.LifoQueue()
         self._all: list[Handle] = []
         self._lock = threading.Lock()
@@ -210,7 +253,7 @@ class EnginePool:
 
     def _open(self) -> Handle:
         try:
-            return Handle(lambda: self._chdb.connect(str(self.data_dir)))
+            return Handle(lambda: self._chdb.connect(str(self.data_dir)), self.defaults)
         except QueryError:
             raise
         except Exception as exc:  # chDB raises RuntimeError when the path is locked or unusable
@@ -221,22 +264,39 @@ class EnginePool:
 
     @contextmanager
     def handle(self) -> Iterator[Handle]:
-        """Borrow a handle (waiting for a free one); a broken handle is replaced when returned."""
-        handle = self._free.get()
+        """Borrow a handle (waiting up to ``acquire_timeout``); its temporary tables go when it returns."""
+        try:
+            handle = self._free.get(timeout=self.acquire_timeout)
+        except queue.Empty:
+            raise QueryError.of(
+                "TOO_MANY_SIMULTANEOUS_QUERIES",
+                f"All {len(self._all)} engine handles stayed busy for {self.acquire_timeout:g} s "
+                "(--handles, --acquire-timeout); retry later",
+            ) from None
+        if handle.broken:
+            try:
+                handle.reopen()
+            except BaseException:
+                self._free.put(handle)
+                raise
         try:
             yield handle
         finally:
-            if handle.broken:
-                handle = self._replace(handle)
-            self._free.put(handle)
+            self._release(handle)
 
-    def _replace(self, handle: Handle) -> Handle:
-        with self._lock:
-            self._all.remove(handle)
-            _close_conn(handle.conn)
-            fresh = self._open()
-            self._all.append(fresh)
-            return fresh
+    def _release(self, handle: Handle) -> None:
+        try:
+            if not handle.broken and handle.scratch:
+                handle.drop_temporary_tables()
+        except QueryError:
+            log.warning("cannot drop a request's temporary tables; replacing the handle", exc_info=True)
+            handle.broken = True
+        if handle.broken:
+            try:
+                handle.reopen()
+            except QueryError:  # stays broken: reopened again before it is next lent
+                log.warning("cannot reopen a chDB handle; will retry before lending it", exc_info=True)
+        self._free.put(handle)
 
     def close(self, timeout: float = 30.0) -> None:
         """Close every handle (waiting up to ``timeout`` s for borrowed ones); the engine then stops."""

@@ -1,9 +1,11 @@
 """One HTTP request, ClickHouse's way: authenticate, route, run on a pooled handle, shape the reply.
 
-The SQL is the ``query`` parameter, a newline, then the body, as in ClickHouse. An
-``INSERT ... FORMAT <name>`` streams the data that follows it into the engine chunk by chunk (Native
-blocks, an Arrow file, TSV...); any other statement is read whole and run, its result returned whole
-(the service always behaves as with ``wait_end_of_query=1``).
+The request is authenticated from its URL and headers before any of its body is read. The SQL is
+the ``query`` parameter, a newline, then the body, as in ClickHouse. An ``INSERT ... FORMAT <name>``
+streams the data that follows it into the engine chunk by chunk (Native blocks, an Arrow file,
+TSV...); any other statement is read whole and run, its result returned whole (the service always
+behaves as with ``wait_end_of_query=1``). Every statement passes :mod:`.guard` first (no host files,
+URLs, programs or other servers; ``GET`` is read-only).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import hmac
 import itertools
 import json
 import logging
+import time
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -19,7 +22,9 @@ from dataclasses import dataclass, field
 from widehouse.clickhouse.server import codec, sql
 from widehouse.clickhouse.server.config import ServerConfig
 from widehouse.clickhouse.server.engine import EnginePool, Handle, Outcome
+from widehouse.clickhouse.server.guard import Guard
 from widehouse.clickhouse.server.protocol import (
+    CODES,
     QueryError,
     RequestParams,
     credentials,
@@ -34,6 +39,13 @@ log = logging.getLogger(__name__)
 
 HEAD_LIMIT = 1 << 20
 """How much SQL is read to find where INSERT data starts (ClickHouse's max_query_size is 256 KiB)."""
+FORM_LIMIT = 16 << 20
+"""A ``multipart/form-data`` body (query and parameters as form fields) is read whole up to this size."""
+_NO_EXPRESSIONS = {
+    "input_format_values_interpret_expressions": "0",
+    "input_format_values_deduce_templates_of_expressions": "0",
+}
+"""Settings of a streamed ``FORMAT Values`` insert: its rows are literals, never expressions to run."""
 _ENGINE_ONLY_FORMATS = frozenset({"dataframe", "datastore", "arrowtable"})
 _CONTENT_TYPES = {
     "TabSeparated": "text/tab-separated-values; charset=UTF-8",
@@ -53,6 +65,8 @@ class Request:
     pairs: list[tuple[str, str]]
     headers: Mapping[str, str]
     body: codec.Body
+    authenticated: bool = False
+    started: float = field(default_factory=time.monotonic)
 
 
 @dataclass
@@ -76,7 +90,14 @@ class Executor:
                 "TabSeparated",
                 {},
             )
+            catalog = handle.query(
+                b"SELECT name FROM system.table_functions UNION ALL SELECT name FROM system.table_engines",
+                "TabSeparatedRaw",
+                {},
+            )
         self.defaults = dict(line.split("\t", 1) for line in rows.data.decode().splitlines())
+        caps = {"max_execution_time": config.max_execution_time, "max_memory_usage": config.max_memory_usage}
+        self.guard = Guard(catalog.data.decode().splitlines(), caps)
 
     def reply(self, request: Request) -> Reply:
         """The reply to ``request``; never raises for a bad request."""
@@ -91,10 +112,11 @@ class Executor:
             if request.path != "/":
                 text = f"There is no handle {request.path}\n\nUse / or /ping for health checks.\n"
                 return Reply(404, text.encode(), {"Content-Type": "text/plain; charset=UTF-8"})
+            self._authenticate(request.headers, parse_request(request.pairs, request.headers))
+            request.authenticated = True
             pairs, chunks = self._form(request)
             params = parse_request(pairs, request.headers)
             query_id = params.query_id or query_id
-            self._authenticate(request.headers, params)
             if params.native_compress:
                 raise QueryError.of(
                     "NOT_IMPLEMENTED",
@@ -108,6 +130,8 @@ class Executor:
             ) as session:
                 return self._run(request, params, chunks, session, query_id)
         except QueryError as exc:
+            if exc.code == CODES["TIMEOUT_EXCEEDED"]:  # a slow sender is not waited for again
+                request.body.abandon()
             return self.error_reply(exc, query_id)
         except Exception as exc:  # a bug or an unexpected engine failure must not kill the service
             log.exception("unexpected error serving query %s", query_id)
@@ -132,8 +156,13 @@ class Executor:
         content_type = request.headers.get("Content-Type", "")
         if not content_type.lower().startswith("multipart/form-data"):
             return list(request.pairs), chunks
-        fields = form_fields(b"".join(chunks), content_type)
+        limit = min(FORM_LIMIT, self.config.max_body_bytes)
+        form = _read_rest(chunks, self._deadline(request), limit, "form body")
+        fields = form_fields(form, content_type)
         return [*request.pairs, *fields], iter(())
+
+    def _deadline(self, request: Request) -> float:
+        return request.started + self.config.head_timeout
 
     def _authenticate(self, headers: Mapping[str, str], params: RequestParams) -> None:
         user, password = credentials(headers, params)
@@ -159,16 +188,37 @@ class Executor:
         if fmt.lower() in _ENGINE_ONLY_FORMATS:
             raise QueryError.of("UNKNOWN_FORMAT", f"Unknown output format {fmt}")
         head = bytearray(params.query.encode() + (b"\n" if params.query else b""))
-        split, chunks = _read_head(head, chunks)
+        deadline = self._deadline(request)
+        self.guard.check_settings(params.settings)
+        split, chunks = _read_head(head, chunks, deadline)
         if not head.strip():
             raise QueryError.of("SYNTAX_ERROR", "Empty query")
+        if isinstance(split, sql.InsertSplit) and split.fmt.lower() == "values":
+            settings = {**settings, **_NO_EXPRESSIONS}
         with self.pool.handle() as handle:
             handle.prepare(database, settings)
             if isinstance(split, sql.InsertSplit):
+                statement = f"{split.statement} FORMAT {split.fmt}".encode()
+                self.guard.check(handle, statement, params.params, request.method)
                 data = itertools.chain([bytes(head[split.data_start :])], chunks)
                 outcome = handle.insert(split.statement, split.fmt, (c for c in data if c))
                 return self._success(outcome, None, request, settings, query_id)
-            text = bytes(head) + b"".join(chunks)
+            text = bytes(head) + _read_rest(chunks, deadline, self.config.max_body_bytes, "query")
+            values_at = sql.values_start(text)
+            if values_at is not None:  # streamed as Values data: it cannot hold a second statement
+                statement = text[:values_at].rstrip()
+                self.guard.check(handle, statement + b" FORMAT Values", params.params, request.method)
+                self.guard.check_values(handle, text[values_at + 6 :])
+                outcome = handle.insert(statement.decode(), "Values", [text[values_at + 6 :]])
+                return self._success(outcome, None, request, settings, query_id)
+            verdict = self.guard.check(handle, text, params.params, request.method)
+            if verdict.inline_data:  # its data was not found where the router looks: never run it as SQL
+                raise QueryError.of(
+                    "SYNTAX_ERROR",
+                    "Cannot tell where this INSERT's data starts; send it after FORMAT <name> on a new line",
+                )
+            if verdict.kind == "CreateQuery":  # may be CREATE TEMPORARY TABLE: dropped when returned
+                handle.scratch = True
             keyword = sql.first_keyword(text)
             before = dict(handle.applied)
             outcome = handle.query(text, fmt, params.params)
@@ -215,20 +265,49 @@ class Executor:
         return Reply(200, body, headers)
 
 
-def _read_head(head: bytearray, chunks: Iterator[bytes]) -> tuple[sql.InsertSplit | None, Iterator[bytes]]:
-    """Read body chunks into ``head`` until it is known whether (and where) INSERT data starts."""
+def _read_head(
+    head: bytearray, chunks: Iterator[bytes], deadline: float
+) -> tuple[sql.InsertSplit | None, Iterator[bytes]]:
+    """Read body chunks into ``head`` until it is known whether (and where) INSERT data starts.
+
+    The head is scanned again only once it has doubled (or the body ended), so the work stays linear
+    in its size however small the pieces the client sends; it must arrive before ``deadline``.
+    """
     complete = False
+    next_scan = 0
     while True:
-        split = sql.split_insert(bytes(head), complete)
-        if split != sql.NEED_MORE:
-            return (split if isinstance(split, sql.InsertSplit) else None), chunks
-        if len(head) > HEAD_LIMIT:
-            return None, chunks
+        if complete or len(head) >= next_scan or len(head) > HEAD_LIMIT:
+            split = sql.split_insert(bytes(head), complete)
+            if split != sql.NEED_MORE:
+                return (split if isinstance(split, sql.InsertSplit) else None), chunks
+            if len(head) > HEAD_LIMIT:
+                return None, chunks
+            next_scan = max(2 * len(head), 1024)
+        if time.monotonic() > deadline:
+            raise _too_slow("query")
         chunk = next(chunks, None)
         if chunk is None:
             complete = True
         else:
             head += chunk
+
+
+def _read_rest(chunks: Iterator[bytes], deadline: float, limit: int, what: str) -> bytes:
+    """The rest of the body, which must arrive before ``deadline`` and stay within ``limit`` bytes."""
+    out = bytearray()
+    for chunk in chunks:
+        out += chunk
+        if len(out) > limit:
+            raise codec.BodyTooLargeError(limit)
+        if time.monotonic() > deadline:
+            raise _too_slow(what)
+    return bytes(out)
+
+
+def _too_slow(what: str) -> QueryError:
+    return QueryError.of(
+        "TIMEOUT_EXCEEDED", f"The {what} did not arrive in time: the client sends too slowly (--head-timeout)"
+    )
 
 
 def _keep_session_state(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import logging
+import re
 import socket
 import threading
 import time
@@ -27,6 +28,8 @@ from widehouse.errors import PortInUseError, ServiceError
 
 log = logging.getLogger(__name__)
 
+_LENGTH = re.compile(r"[0-9]{1,18}")
+
 DRAIN_CAP = 64 << 20
 """A refused or failed request's unread body is read and dropped up to this size (so the client sees
 the reply); beyond it the connection is closed instead."""
@@ -37,6 +40,35 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "widehouse-chdb"
     server: _Server
     busy = False
+    head_deadline: float | None = None
+    """While the request line and headers are being read: when they must be complete."""
+    head_expired = False
+
+    def handle_one_request(self) -> None:
+        """Wait (up to the idle timeout) for a request to start, then give it ``head_timeout`` seconds
+        to send its request line and headers (see :meth:`_Server.service_actions`)."""
+        self.head_deadline = None
+        try:
+            started = self.rfile.peek(1)  # type: ignore[attr-defined]
+        except OSError:  # idle timeout or a reset: the connection ends
+            started = b""
+        if not started:
+            self.close_connection = True
+            return
+        self.head_expired = False
+        self.head_deadline = time.monotonic() + self.server.config.head_timeout
+        try:
+            super().handle_one_request()
+        finally:
+            self.head_deadline = None
+
+    def parse_request(self) -> bool:
+        parsed = super().parse_request()
+        self.head_deadline = None
+        if self.head_expired:
+            self.close_connection = True
+            return False
+        return parsed
 
     def setup(self) -> None:
         self.request.settimeout(self.server.config.idle_timeout)
@@ -66,20 +98,23 @@ class _Handler(BaseHTTPRequestHandler):
         parts = urlsplit(self.path)
         headers = Headers(self.headers.items())
         chunked = "chunked" in headers.get("Transfer-Encoding", "").lower()
-        try:
-            length = None if chunked else int(headers.get("Content-Length", "0") or 0)
-        except ValueError:
+        declared = headers.get("Content-Length", "").strip()
+        if not chunked and declared and not _LENGTH.fullmatch(declared):
             self.close_connection = True
             self._send(
-                executor.error_reply(QueryError.of("BAD_ARGUMENTS", "Malformed Content-Length header"))
+                executor.error_reply(
+                    QueryError.of("BAD_ARGUMENTS", f"Malformed Content-Length header {declared[:40]!r}")
+                )
             )
             return
+        length = None if chunked else int(declared or 0)
         body = Body(self.rfile, length, chunked, self.server.config.max_body_bytes)
         request = Request(
             self.command, parts.path, parse_qsl(parts.query, keep_blank_values=True), headers, body
         )
         reply = executor.reply(request)
-        if not body.finished and not body.drain(DRAIN_CAP):
+        # an unauthenticated client's body is never read: the connection is closed instead
+        if not body.finished and not (request.authenticated and body.drain(DRAIN_CAP)):
             self.close_connection = True
         self._send(reply)
 
@@ -114,6 +149,7 @@ class _Server(ThreadingHTTPServer):
         self.config = config
         self.executor = executor
         self.stopping = False
+        self._active = 0
         self._handlers: set[_Handler] = set()
         self._lock = threading.Lock()
         family = socket.getaddrinfo(config.host, config.port, proto=socket.IPPROTO_TCP)[0][0]
@@ -124,6 +160,52 @@ class _Server(ThreadingHTTPServer):
         TCPServer.server_bind(self)  # skips HTTPServer's reverse DNS lookup of the host
         self.server_name = self.config.host
         self.server_port = int(self.server_address[1])
+
+    def service_actions(self) -> None:
+        """Between accepts (every poll interval): cut off clients too slow to send a request head."""
+        now = time.monotonic()
+        with self._lock:
+            late = [h for h in self._handlers if h.head_deadline is not None and now > h.head_deadline]
+        for handler in late:
+            log.warning("closing a connection that sent no complete request head in time (--head-timeout)")
+            handler.head_expired = True
+            handler.head_deadline = None
+            handler.close_idle()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """Serve a connection on its own thread, or answer 503 and close it when at the cap."""
+        with self._lock:
+            full = self._active >= self.config.max_connections
+            if not full:
+                self._active += 1
+        if not full:
+            super().process_request(request, client_address)
+            return
+        log.warning(
+            "refusing a connection from %s: %d open (--max-connections)", client_address, self._active
+        )
+        error = QueryError.of(
+            "TOO_MANY_SIMULTANEOUS_QUERIES",
+            f"Too many open connections: the limit of this service is {self.config.max_connections} "
+            "(--max-connections)",
+        )
+        reply = self.executor.error_reply(error)
+        head = "".join(f"{name}: {value}\r\n" for name, value in reply.headers.items())
+        message = (
+            f"HTTP/1.1 503 Service Unavailable\r\n{head}Content-Length: {len(reply.body)}\r\n"
+            "Connection: close\r\n\r\n"
+        ).encode() + reply.body
+        with contextlib.suppress(OSError):  # the client may already be gone
+            request.settimeout(1.0)
+            request.sendall(message)
+        self.shutdown_request(request)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            with self._lock:
+                self._active -= 1
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         log.exception("connection from %s failed", client_address)
@@ -155,7 +237,11 @@ class ClickHouseService:
 
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
-        self.pool = EnginePool(config.data_dir, config.handles)
+        caps = {
+            "max_execution_time": str(config.max_execution_time),
+            "max_memory_usage": str(config.max_memory_usage),
+        }
+        self.pool = EnginePool(config.data_dir, config.handles, caps, config.acquire_timeout)
         try:
             self.executor = Executor(config, self.pool, SessionStore())
             self.server = _Server(config, self.executor)

@@ -1,7 +1,8 @@
 """HTTP sessions (``session_id``): the current database and settings a client's ``USE``/``SET`` left.
 
 A session is not tied to an engine handle: its state is re-applied to whichever handle serves the
-next request. Temporary tables are per handle and therefore not kept across requests. As in
+next request. Temporary tables are per handle: they are dropped when the request that created them
+returns its handle to the pool, so they never outlive a request (nor shadow a table later). As in
 ClickHouse, a session serves one request at a time and expires after ``session_timeout`` seconds
 (default 60, at most 3600) without requests.
 """

@@ -87,6 +87,40 @@ def split_insert(head: bytes, complete: bool) -> InsertSplit | str | None:
             return _format_clause(head, word.start(), i, complete)
 
 
+def values_start(sql: bytes) -> int | None:
+    """Where the ``VALUES`` keyword of an ``INSERT ... VALUES`` is (its data follows), else None."""
+    start = _skip_space_and_comments(sql, 0)
+    word = _WORD.match(sql, start)
+    if word is None or word.group().upper() != b"INSERT":
+        return None
+    depth, i, n = 0, word.end(), len(sql)
+    while True:
+        i = _skip_space_and_comments(sql, i)
+        if i >= n:
+            return None
+        char = sql[i : i + 1]
+        if char in (b"'", b'"', b"`"):
+            end = _quoted_end(sql, i)
+            if end < 0:
+                return None
+            i = end
+            continue
+        if char in (b"(", b")"):
+            depth += 1 if char == b"(" else -1
+            i += 1
+            continue
+        word = _WORD.match(sql, i)
+        if word is None:
+            i += 1
+            continue
+        name = word.group().upper()
+        if depth == 0 and name in (b"SELECT", b"WITH", b"FORMAT"):
+            return None
+        if depth == 0 and name == b"VALUES":
+            return word.start()
+        i = word.end()
+
+
 def _format_clause(head: bytes, keyword_start: int, i: int, complete: bool) -> InsertSplit | str | None:
     n = len(head)
     j = _skip_space_and_comments(head, i)
@@ -113,7 +147,7 @@ def _skip_space_and_comments(sql: bytes, i: int) -> int:
     while i < n:
         if sql[i] in _SPACE:
             i += 1
-        elif sql.startswith(b"--", i):
+        elif sql.startswith(b"--", i) or sql.startswith(b"# ", i) or sql.startswith(b"#!", i):
             end = sql.find(b"\n", i)
             i = n if end < 0 else end + 1
         elif sql.startswith(b"/*", i):
