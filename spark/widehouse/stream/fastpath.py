@@ -19,9 +19,14 @@ which decides rejections, lateness and overflow with their messages. It therefor
 - key and event time present, the event time neither absurd nor late;
 - every ``sum`` it feeds staying in its type's range.
 
-Topics it cannot specialise (two ``sum`` rules on one column of a table) get no handler: all their
-events take the reference path. Generated code names nothing from the catalog as code: field names
-are ``repr`` string constants, literals and paths live in the function's globals, locals are numbered.
+Every check (values, filters, sums, the comparisons of min / max / first / last) runs before the first
+table changes, and the changes only store, so an exception anywhere in a handler leaves every table
+as it was (the transform quarantines the message with reason ``internal``).
+
+Topics it cannot specialise (two ``sum`` rules, or two min / max / first / last rules, on one column of
+a table) get no handler: all their events take the reference path. Generated code names nothing
+from the catalog as code: field names are ``repr`` string constants, literals and paths live in the
+function's globals, locals are numbered.
 """
 
 from __future__ import annotations
@@ -227,6 +232,9 @@ def _table_lines(  # noqa: PLR0917 - the generator's shared state, named at the 
     sums = [index[m.column] for m in mappings if m.agg == "sum"]
     if len(sums) != len(set(sums)):
         return None  # the reference carries a pending total between them
+    kept = [index[m.column] for m in mappings if m.agg in ("min", "max", "first", "last")]
+    if len(kept) != len(set(kept)):
+        return None  # the reference compares with the pending state of the same column
     s = f"s{t}"
     checks = [f"    k{t} = ({key}, {et} - {et} % {int(rows.period_ms)})", f"    {s} = R{t}.get(k{t})"]
     applies = [f"    if {s} is None:", f"        {s} = R{t}[k{t}] = list(E{t})"]
@@ -235,7 +243,7 @@ def _table_lines(  # noqa: PLR0917 - the generator's shared state, named at the 
         p, v = f"p{t}_{r}", f"v{t}_{r}"
         checks.append(f"    {p} = {filters.true(m.filter.expr) if m.filter is not None else True}")
         if m.agg == "count":
-            applies += [f"    if {p}:", f"        {s}[{col}] += 1"]
+            applies += [f"    if {p}:", f"        {s}[{col}] += 1"]  # an int the handler keeps: cannot fail
             continue
         assert m.field is not None
         if len(m.field) == 1:
@@ -254,18 +262,24 @@ def _table_lines(  # noqa: PLR0917 - the generator's shared state, named at the 
             ]
             applies += [f"    if {v} is not None:", f"        {s}[{col}] = {v}"]
         else:
-            applies += _keep_lines(m.agg, f"{s}[{col}]", v, et)
+            keep_checks, keep_applies = _keep_lines(m.agg, s, col, v, et)
+            checks += keep_checks
+            applies += keep_applies
     return checks, applies
 
 
-def _keep_lines(agg: str, cell: str, v: str, et: str) -> list[str]:
-    """min / max keep the smaller / larger value; first / last the smaller / larger (time, value)."""
+def _keep_lines(agg: str, s: str, col: int, v: str, et: str) -> tuple[list[str], list[str]]:
+    """min / max keep the smaller / larger value; first / last the smaller / larger (time, value).
+
+    The comparison is a check (it runs before any table changes, so whatever it raises leaves the
+    state untouched); the apply only stores: ``v`` becomes the value to store, or None to keep."""
     op = "<" if agg in ("min", "first") else ">"
     new = v if agg in ("min", "max") else f"({et}, {v})"
-    return [
+    checks = [
         f"    if {v} is not None:",
-        f"        q = {new}",
-        f"        c = {cell}",
-        f"        if c is None or q {op} c:",
-        f"            {cell} = q",
+        f"        {v} = {new}",
+        f"        c = {s}[{col}] if {s} is not None else None",
+        f"        if c is not None and not ({v} {op} c):",
+        f"            {v} = None",
     ]
+    return checks, [f"    if {v} is not None:", f"        {s}[{col}] = {v}"]

@@ -12,6 +12,8 @@ sinks need:
   also a valid event whose value would take a sum of its partition's partial row out of the sum's
   type (reason ``overflow``: such an event is folded into no column of any table, so no partial
   this function emits is out of range and nothing here raises for any value);
+  also a message whose handling raised anything at all (reason ``internal``, detail naming the
+  exception's class): each message runs in its own error boundary, folded into every table or none;
 - ``wh_kind = 'late'``: a valid event more than the catalog's lateness behind its publish time;
 - ``wh_kind = 'stats'``: per topic, publish hour (``wh_publish_time``) and input partition, rows in
   / good / bad / late and the largest event and publish times, for the progress table (summed per
@@ -33,7 +35,8 @@ import pyarrow as pa
 
 from widehouse.catalog import HOUR_MS, Catalog, WideTable
 from widehouse.catalog.semantics.fold import ColumnRule, WideRows, compile_rules, fold_event
-from widehouse.catalog.semantics.parse import Accepted, parse_event
+from widehouse.catalog.semantics.parse import INTERNAL, Accepted, parse_event
+from widehouse.catalog.semantics.render import render_exception
 from widehouse.errors import CatalogError
 from widehouse.stream.fastpath import Handler, compile_handler
 
@@ -188,11 +191,11 @@ class _Accumulator:
         return handler
 
     def add(self, batch: pa.RecordBatch) -> None:
+        """Fold every message of ``batch``; each in its own error boundary (:meth:`_internal`)."""
         values = batch.column("value").to_pylist()
         topics = batch.column("__topic").to_pylist()
         message_ids = batch.column("__messageId").to_pylist()
         publish_us = _micros(batch.column("__publishTime"))
-        catalog = self.catalog
         limit = self.plan.payload_limit
         handlers = self.handlers
         all_stats = self.stats
@@ -209,78 +212,116 @@ class _Accumulator:
                 stats[5] = publish_ms
             if publish_ms < stats[6]:  # noqa: PLR1730
                 stats[6] = publish_ms
-            handler = handlers[topic_name] if topic_name in handlers else self._handler(topic_name)
-            if handler is not None and payload:
-                event_ms = handler(payload, publish_ms)
-                if event_ms is not None:  # valid, on time, folded into every table
-                    stats[1] += 1
-                    if event_ms > stats[4]:  # noqa: PLR1730
-                        stats[4] = event_ms
-                    continue
-            # everything else (and every event with the fast path off) the reference way
-            body = payload or b""
-            plans = self._rules(topic_name)
-            if plans is None:
+            # The error boundary: whatever this message raises is its quarantine reason, never the
+            # batch's failure (free in CPython 3.11 while nothing raises). Nothing below changes the
+            # partial rows before everything that can fail has passed (the handlers and fold_event
+            # check first, then only assign), and each outcome's counter is bumped after its side
+            # row is written, so an exception leaves the state as if the message never came.
+            try:
+                handler = handlers[topic_name] if topic_name in handlers else self._handler(topic_name)
+                if handler is not None and payload:
+                    event_ms = handler(payload, publish_ms)
+                    if event_ms is not None:  # valid, on time, folded into every table
+                        stats[1] += 1
+                        if event_ms > stats[4]:  # noqa: PLR1730
+                            stats[4] = event_ms
+                        continue
+                # everything else (and every event with the fast path off) the reference way
+                self._reference(payload, topic_name, message_id, pub_us, stats)
+            except Exception as exc:  # the per-event boundary: quarantine the message, go on
+                self._internal(exc, topic_name, message_id, pub_us, payload, limit)
                 stats[2] += 1
-                self._side(
-                    KIND_QUARANTINE,
-                    topic_name,
-                    message_id,
-                    pub_us,
-                    body,
-                    limit,
-                    reason="unknown_topic",
-                    detail="the topic is not in the catalog",
-                )
-                continue
-            result = parse_event(
-                catalog.topic(topic_name), body, publish_ms, catalog.rules, catalog.max_payload_bytes
+
+    def _reference(
+        self, payload: bytes | None, topic_name: str, message_id: str, pub_us: int, stats: list[int]
+    ) -> None:
+        """One message through the catalog's reference parse and fold (inside the caller's boundary:
+        the side row is written before the outcome's counter, so a failure never counts twice)."""
+        catalog = self.catalog
+        limit = self.plan.payload_limit
+        publish_ms = pub_us // 1000
+        body = payload or b""
+        plans = self._rules(topic_name)
+        if plans is None:
+            self._side(
+                KIND_QUARANTINE,
+                topic_name,
+                message_id,
+                pub_us,
+                body,
+                limit,
+                reason="unknown_topic",
+                detail="the topic is not in the catalog",
             )
-            if not isinstance(result, Accepted):
-                stats[2] += 1
-                self._side(
-                    KIND_QUARANTINE,
-                    topic_name,
-                    message_id,
-                    pub_us,
-                    body,
-                    limit,
-                    reason=result.reason,
-                    detail=result.detail[:1000],
-                )
-                continue
+            stats[2] += 1
+            return
+        result = parse_event(
+            catalog.topic(topic_name), body, publish_ms, catalog.rules, catalog.max_payload_bytes
+        )
+        if not isinstance(result, Accepted):
+            self._side(
+                KIND_QUARANTINE,
+                topic_name,
+                message_id,
+                pub_us,
+                body,
+                limit,
+                reason=result.reason,
+                detail=result.detail[:1000],
+            )
+            stats[2] += 1
+            return
+        if result.late:
+            self._side(
+                KIND_LATE,
+                topic_name,
+                message_id,
+                pub_us,
+                body,
+                limit,
+                event_us=result.event_ms * 1000,
+                key=str(result.key),
+            )
+            stats[3] += 1
             stats[4] = max(stats[4], result.event_ms)
-            if result.late:
-                stats[3] += 1
-                self._side(
-                    KIND_LATE,
-                    topic_name,
-                    message_id,
-                    pub_us,
-                    body,
-                    limit,
-                    event_us=result.event_ms * 1000,
-                    key=str(result.key),
-                )
-                continue
-            # every table first: an event is folded everywhere or nowhere
-            rejected = fold_event(plans, result.key, result.event_ms, result.row, topic=topic_name)
-            if rejected is not None:
-                stats[2] += 1
-                self._side(
-                    KIND_QUARANTINE,
-                    topic_name,
-                    message_id,
-                    pub_us,
-                    body,
-                    limit,
-                    reason=rejected.reason,
-                    detail=rejected.detail[:1000],
-                    event_us=result.event_ms * 1000,
-                    key=str(result.key),
-                )
-                continue
-            stats[1] += 1
+            return
+        # every table first: an event is folded everywhere or nowhere
+        rejected = fold_event(plans, result.key, result.event_ms, result.row, topic=topic_name)
+        if rejected is not None:
+            self._side(
+                KIND_QUARANTINE,
+                topic_name,
+                message_id,
+                pub_us,
+                body,
+                limit,
+                reason=rejected.reason,
+                detail=rejected.detail[:1000],
+                event_us=result.event_ms * 1000,
+                key=str(result.key),
+            )
+            stats[2] += 1
+            stats[4] = max(stats[4], result.event_ms)
+            return
+        stats[1] += 1
+        stats[4] = max(stats[4], result.event_ms)
+
+    def _internal(  # noqa: PLR0917 - one row's fields, as _side
+        self, exc: Exception, topic: str, message_id: str, publish_us: int, payload: Any, limit: int
+    ) -> None:
+        """Quarantine a message whose handling raised: reason ``internal``, the exception's class and
+        a bounded message (rendered so that rendering cannot fail: :func:`render_exception`)."""
+        body = payload if isinstance(payload, bytes) else b""
+        self._side(
+            KIND_QUARANTINE,
+            topic,
+            message_id,
+            publish_us,
+            body,
+            limit,
+            reason=INTERNAL,
+            detail=render_exception(exc),
+        )
 
     def _side(  # noqa: PLR0917 - one row's fields, all named at the call sites
         self,

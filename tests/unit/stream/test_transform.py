@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import pickle
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -242,3 +244,167 @@ def test_the_packed_output_unpacks_to_the_same_rows(catalog: Catalog, batch: pa.
     plain = pa.Table.from_batches(list(transform(iter(pieces), plan)), schema=output_schema(plan))
     assert unpack(packed, plan).equals(plain)
     assert unpack(packed.slice(0, 0), plan).schema == output_schema(plan)
+
+
+# --- the per-event error boundary (hardening issue, item 1) ---------------------------------------
+PURCHASE = "persistent://bigolive/commerce/purchase"
+
+
+def _purchase_batch(payloads: list[bytes], publish_ms: int) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pydict(
+        {
+            "value": pa.array(payloads, pa.binary()),
+            "__topic": [PURCHASE] * len(payloads),
+            "__messageId": [f"{i}:0:0" for i in range(len(payloads))],
+            "__publishTime": pa.array([publish_ms * 1000] * len(payloads), pa.timestamp("us", tz="UTC")),
+        }
+    )
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_a_value_nested_a_thousand_levels_deep_is_quarantined_and_the_batch_goes_on(
+    catalog: Catalog, fast_path: bool
+) -> None:
+    """The issue's hostile producer: ``amount_usd`` a list nested 1,000 levels deep (orjson accepts up
+    to 1,024). Rendering it in the error message used to raise RecursionError and fail the batch."""
+    now = 1_790_000_000_000
+    hour = now - now % HOUR_MS
+    ok = {"uid": 5, "ts": now - 60_000, "amount_usd": 4.99, "status": "success", "channel": "card"}
+    deep = b'{"uid": 5, "ts": %d, "status": "success", "amount_usd": %s}' % (
+        now - 30_000,
+        b"[" * 1000 + b"]" * 1000,
+    )
+    assert len(deep) < 2100
+    later = {**ok, "ts": now - 10_000, "amount_usd": 0.99, "channel": "wallet"}
+    batch = _purchase_batch([json.dumps(ok).encode(), deep, json.dumps(later).encode()], now)
+    plan = replace(TransformPlan(catalog, ("user_hourly",)), fast_path=fast_path)
+    out = pa.Table.from_batches(list(transform(iter([batch]), plan)), schema=output_schema(plan))
+    bad = out.filter(pc.equal(out["wh_kind"], "quarantine")).to_pylist()
+    assert [(r["wh_message_id"], r["wh_reason"]) for r in bad] == [("1:0:0", "wrong_type")]
+    assert bad[0]["wh_detail"].startswith("amount_usd: [[[")
+    assert bad[0]["wh_detail"].endswith("is not a double") and len(bad[0]["wh_detail"]) < 120
+    assert bad[0]["wh_payload"] == deep
+    (stats,) = out.filter(pc.equal(out["wh_kind"], "stats")).to_pylist()
+    assert (stats["wh_rows_in"], stats["wh_good"], stats["wh_bad"], stats["wh_late"]) == (3, 2, 1, 0)
+    prefix = plan.prefix("user_hourly")
+    (row,) = out.filter(pc.equal(out["wh_kind"], "partial")).to_pylist()
+    assert row[f"{prefix}uid"] == 5 and round(row[f"{prefix}hour"].timestamp() * 1000) == hour
+    assert row[f"{prefix}recharges"] == 2
+    assert row[f"{prefix}recharge_usd"] == pytest.approx(5.98)
+    assert row[f"{prefix}max_recharge_usd"] == 4.99
+    assert row[f"{prefix}last_pay_channel"]["v"] == "wallet"
+
+
+class Poison:
+    """A column state whose every comparison raises: a failure injected in the middle of an event."""
+
+    def _raise(self, other: object) -> bool:
+        raise ArithmeticError("poisoned comparison")
+
+    __lt__ = __gt__ = __le__ = __ge__ = _raise
+
+
+def _purchase(now: int, **change: Any) -> dict[str, Any]:
+    return {
+        "uid": 5,
+        "ts": now - 60_000,
+        "amount_usd": 4.99,
+        "status": "success",
+        "channel": "card",
+        **change,
+    }
+
+
+def _poisoned_tables(catalog: Catalog, now: int) -> list[Any]:
+    """user_hourly and user_daily (the order purchase folds into them) holding one event for uid 5,
+    the daily table's last-folded column (first_recharge_at, a min) poisoned."""
+    from widehouse.catalog.semantics.fold import WideRows
+
+    tables = [WideRows(catalog.table(name)) for name in catalog.topic(PURCHASE).tables]
+    assert [t.table.name for t in tables] == ["user_hourly", "user_daily"]
+    hour = now - now % HOUR_MS
+    for rows in tables:
+        rows.period_ms = HOUR_MS
+        state = rows.rows[(5, hour)] = list(rows.empty)
+        state[rows.index["recharges"]] = 1
+        state[rows.index["recharge_usd"]] = 4.99
+        state[rows.index["max_recharge_usd"]] = 4.99
+        state[rows.index["last_pay_channel"]] = (now - 90_000, "card")
+    tables[1].rows[(5, hour)][tables[1].index["first_recharge_at"]] = Poison()
+    return tables
+
+
+def test_the_reference_fold_is_atomic_when_a_comparison_raises_mid_event(catalog: Catalog) -> None:
+    """An exception after the first table's columns were computed changes no table at all."""
+    from widehouse.catalog.semantics.fold import compile_rules, fold_event
+
+    now = 1_790_000_000_000
+    tables = _poisoned_tables(catalog, now)
+    before = [{k: list(v) for k, v in rows.rows.items()} for rows in tables]
+    plans = [(rows, compile_rules(catalog.topic(PURCHASE), rows.table)) for rows in tables]
+    event = _purchase(now, amount_usd=99.99, channel="wallet")
+    with pytest.raises(ArithmeticError, match="poisoned comparison"):
+        fold_event(plans, 5, event["ts"], event, topic=PURCHASE)
+    assert [rows.rows for rows in tables] == before
+    # another key (a new row) still folds into both tables
+    assert fold_event(plans, 6, event["ts"], event, topic=PURCHASE) is None
+    assert [rows.rows[(6, now - now % HOUR_MS)][rows.index["recharges"]] for rows in tables] == [1, 1]
+
+
+def test_the_fast_path_is_atomic_when_a_comparison_raises_mid_event(catalog: Catalog) -> None:
+    from widehouse.stream import fastpath
+
+    now = 1_790_000_000_000
+    tables = _poisoned_tables(catalog, now)
+    before = [{k: list(v) for k, v in rows.rows.items()} for rows in tables]
+    handler = fastpath.compile_handler(
+        catalog.topic(PURCHASE), tables, catalog.rules, catalog.max_payload_bytes
+    )
+    assert handler is not None
+    with pytest.raises(ArithmeticError, match="poisoned comparison"):
+        handler(json.dumps(_purchase(now, amount_usd=99.99, channel="wallet")).encode(), now)
+    assert [rows.rows for rows in tables] == before
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_whatever_one_message_raises_is_its_quarantine_reason(catalog: Catalog, fast_path: bool) -> None:
+    """The per-event error boundary: the poisoned event is quarantined ``internal`` with its exception
+    named, nothing of it is folded, the counts reconcile, and the next events are folded as usual."""
+    from widehouse.stream.transform import _Accumulator
+
+    now = 1_790_000_000_000
+    hour = now - now % HOUR_MS
+    plan = replace(TransformPlan(catalog, ("user_hourly", "user_daily")), fast_path=fast_path)
+    acc = _Accumulator(plan)
+    for rows in _poisoned_tables(catalog, now):
+        acc.rows[rows.table.name].rows.update(rows.rows)
+    before = {name: {k: list(v) for k, v in rows.rows.items()} for name, rows in acc.rows.items()}
+    payloads = [
+        json.dumps(_purchase(now, amount_usd=99.99, channel="wallet")).encode(),  # uid 5: raises
+        json.dumps(_purchase(now, uid=6, amount_usd=0.99)).encode(),
+        json.dumps(_purchase(now, uid=6, amount_usd=14.99, ts=now - 30_000, status="failed")).encode(),
+    ]
+    acc.add(_purchase_batch(payloads, now))
+    assert acc.rows["user_hourly"].rows[(5, hour)] == before["user_hourly"][(5, hour)]
+    assert acc.rows["user_daily"].rows[(5, hour)] == before["user_daily"][(5, hour)]
+    ((slot, counts),) = acc.stats.items()
+    assert slot == (PURCHASE, hour)
+    assert counts[:4] == [3, 2, 1, 0]  # in, good, bad, late
+    # uid 6 landed in both tables: 1 success of 0.99, 1 failure
+    for name in ("user_hourly", "user_daily"):
+        rows = acc.rows[name]
+        state = rows.rows[(6, hour)]
+        assert [state[rows.index[c]] for c in ("recharges", "recharge_usd", "recharge_failures")] == [
+            1,
+            0.99,
+            1,
+        ]
+    # the side row, through the output (the poisoned cell replaced by a real value first)
+    acc.rows["user_daily"].rows[(5, hour)][acc.rows["user_daily"].index["first_recharge_at"]] = now
+    out = pa.Table.from_batches(list(acc.batches(output_schema(plan))), schema=output_schema(plan))
+    (bad,) = out.filter(pc.equal(out["wh_kind"], "quarantine")).to_pylist()
+    assert (bad["wh_message_id"], bad["wh_reason"]) == ("0:0:0", "internal")
+    assert bad["wh_detail"] == "ArithmeticError: poisoned comparison"
+    assert bad["wh_payload"] == payloads[0]
+    (stats,) = out.filter(pc.equal(out["wh_kind"], "stats")).to_pylist()
+    assert (stats["wh_rows_in"], stats["wh_good"], stats["wh_bad"], stats["wh_late"]) == (3, 2, 1, 0)

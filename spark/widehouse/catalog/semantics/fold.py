@@ -28,6 +28,7 @@ from widehouse.catalog.eventtime import DAY_MS, HOUR_MS
 from widehouse.catalog.filters import get_path
 from widehouse.catalog.model import Catalog, Topic, WideTable
 from widehouse.catalog.semantics.parse import OVERFLOW, Rejected
+from widehouse.catalog.semantics.render import render_value
 from widehouse.catalog.types import INT64
 
 State = Any  # int for count; number/str/bool for sum/min/max; (event_ms, value) for first/last
@@ -58,28 +59,7 @@ class WideRows:
     @staticmethod
     def apply(row: list[State], index: int, agg: str, value: Any, event_ms: int) -> None:
         """Fold one (already filtered) contribution into ``row[index]``. ``value`` is None for count."""
-        if agg == "count":
-            row[index] += 1
-            return
-        if value is None:
-            return
-        current = row[index]
-        if agg == "sum":
-            row[index] = value if current is None else current + value
-        elif agg == "min":
-            if current is None or value < current:
-                row[index] = value
-        elif agg == "max":
-            if current is None or value > current:
-                row[index] = value
-        elif agg == "first":
-            pair = (event_ms, value)
-            if current is None or pair < current:
-                row[index] = pair
-        elif agg == "last":
-            pair = (event_ms, value)
-            if current is None or pair > current:
-                row[index] = pair
+        row[index] = folded(agg, row[index], value, event_ms)
 
     def merge_state(self, row: list[State], other: list[State]) -> None:
         """Merge another partial state row into ``row`` (how sinks merge partial rows)."""
@@ -105,6 +85,27 @@ class WideRows:
                 for name, pair, value in zip(names, pairs, state, strict=True)
             }
         return result
+
+
+def folded(agg: str, current: State, value: Any, event_ms: int) -> State:  # noqa: PLR0911 - per agg
+    """The state of a column after one (already filtered) contribution: pure, changes nothing.
+    ``value`` is None for count; a null value leaves any other aggregate as it was."""
+    if agg == "count":
+        return current + 1
+    if value is None:
+        return current
+    if agg == "sum":
+        return value if current is None else current + value
+    if agg == "min":
+        return value if current is None or value < current else current
+    if agg == "max":
+        return value if current is None or value > current else current
+    pair = (event_ms, value)
+    if agg == "first":
+        return pair if current is None or pair < current else current
+    if agg == "last":
+        return pair if current is None or pair > current else current
+    raise ValueError(f"unknown aggregate {agg!r}")
 
 
 @dataclass(frozen=True)
@@ -197,34 +198,37 @@ def fold_event(
 ) -> Rejected | None:
     """:func:`overflow` over every table of ``plans``, then :func:`contribute` to each, in one pass:
     each filter and value is evaluated once. Returns the ``overflow`` rejection (and folds nothing)
-    if any ``sum`` would leave its type, else None (the event is folded into every table)."""
-    folds: list[tuple[WideRows, list[tuple[int, str, Any]]]] = []
+    if any ``sum`` would leave its type, else None (the event is folded into every table).
+
+    Atomic whatever raises: every filter, value, comparison and sum of every table is computed first
+    (into new column states); only then are they stored, which cannot fail. An exception (a bug, a
+    value nobody foresaw) therefore leaves every table as if the event never came."""
+    folds: list[tuple[WideRows, dict[int, State]]] = []
     for rows, rules in plans:
         state = rows.rows.get((key, event_ms - event_ms % rows.period_ms))
-        changes: list[tuple[int, str, Any]] = []
-        pending: dict[int, Any] = {}
+        current = state if state is not None else rows.empty
+        pending: dict[int, State] = {}  # column index -> its state with this event
         for rule in rules:
             if rule.passes is not None and not rule.passes(row):
                 continue
             value = rule.value(row) if rule.value is not None else None
-            if rule.agg == "sum" and value is not None:
-                index = rule.index
-                current = pending[index] if index in pending else (state[index] if state else None)
-                total = value if current is None else current + value
-                if not sum_in_range(total):
-                    column = rows.table.columns[index]
-                    return Rejected(
-                        OVERFLOW,
-                        f"{topic}: {rows.table.name}.{column.name} sum {current!r} + value {value!r} "
-                        f"= {total!r} is outside the {column.value_type} range; the event is not folded",
-                    )
-                pending[index] = total
-            changes.append((rule.index, rule.agg, value))
-        folds.append((rows, changes))
-    for rows, changes in folds:
+            index = rule.index
+            before = pending[index] if index in pending else current[index]
+            after = folded(rule.agg, before, value, event_ms)
+            if rule.agg == "sum" and value is not None and not sum_in_range(after):
+                column = rows.table.columns[index]
+                return Rejected(
+                    OVERFLOW,
+                    f"{topic}: {rows.table.name}.{column.name} sum {render_value(before)} + value "
+                    f"{render_value(value)} = {render_value(after)} is outside the {column.value_type} "
+                    "range; the event is not folded",
+                )
+            pending[index] = after
+        folds.append((rows, pending))
+    for rows, pending in folds:  # nothing below can raise: the event lands in every table
         state = rows.touch(key, event_ms)
-        for index, agg, value in changes:
-            WideRows.apply(state, index, agg, value, event_ms)
+        for index, after in pending.items():
+            state[index] = after
     return None
 
 

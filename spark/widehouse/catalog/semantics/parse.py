@@ -25,7 +25,10 @@ absurd_event_time    event time <= 0, more than max_future ahead of or max_age b
 An accepted, on-time event can still be quarantined when it is folded, with reason ``overflow``
 (:data:`OVERFLOW`): adding its value to a ``sum`` column would leave the column's type (a ``long``
 sum outside int64, a ``double`` sum not finite); see :func:`widehouse.catalog.semantics.fold.overflow`.
-:data:`QUARANTINE_REASONS` lists every reason a message of a known topic can be quarantined with.
+:data:`QUARANTINE_REASONS` lists every reason a message of a known topic can be quarantined with,
+including ``internal`` (:data:`INTERNAL`): handling the message raised (a bug, or a value nobody
+foresaw); the stream quarantines it and goes on. Values named in a ``detail`` are rendered bounded in
+depth and length (:mod:`widehouse.catalog.semantics.render`), so the message itself cannot fail.
 
 Accepted: fields may be null or absent (except key and event time); **unknown extra fields are
 accepted and ignored** (producers may add fields before the catalog knows them). ``double`` fields
@@ -43,6 +46,7 @@ import orjson
 
 from widehouse.catalog.eventtime import DEFAULT_RULES, EventTimeRules, classify_event_time
 from widehouse.catalog.model import DEFAULT_MAX_PAYLOAD_BYTES, Topic
+from widehouse.catalog.semantics.render import render_value
 from widehouse.catalog.types import INT32, INT64, Field, FieldType
 
 REJECTION_REASONS: tuple[str, ...] = (
@@ -58,7 +62,10 @@ REJECTION_REASONS: tuple[str, ...] = (
 )
 OVERFLOW = "overflow"
 """Quarantine reason of an accepted event whose value would overflow a sum (decided when folding)."""
-QUARANTINE_REASONS: tuple[str, ...] = (*REJECTION_REASONS, OVERFLOW)
+INTERNAL = "internal"
+"""Quarantine reason of a message whose handling raised (the transform's per-event error boundary:
+whatever one message raises is its reason, detail ``ExceptionClass: message``, never the batch's)."""
+QUARANTINE_REASONS: tuple[str, ...] = (*REJECTION_REASONS, OVERFLOW, INTERNAL)
 
 
 @dataclass(frozen=True)
@@ -163,22 +170,22 @@ def _value(kind: FieldType, value: Any, where: str, problem: list[str]) -> Any: 
     if name in ("long", "timestamp-ms", "int"):
         low, high = INT32 if name == "int" else INT64
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            problem.append(f"{where}: {value!r} is not a {name}")
+            problem.append(f"{where}: {_short(value)} is not a {name}")
             return None
         return value
     if name == "double":
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-            problem.append(f"{where}: {value!r} is not a double")
+            problem.append(f"{where}: {_short(value)} is not a double")
             return None
         return float(value)
     if name == "string":
         if not isinstance(value, str):
-            problem.append(f"{where}: {value!r} is not a string")
+            problem.append(f"{where}: {_short(value)} is not a string")
             return None
         return value
     if name == "boolean":
         if not isinstance(value, bool):
-            problem.append(f"{where}: {value!r} is not a boolean")
+            problem.append(f"{where}: {_short(value)} is not a boolean")
             return None
         return value
     if name == "array":
@@ -199,7 +206,7 @@ def _value(kind: FieldType, value: Any, where: str, problem: list[str]) -> Any: 
             return None
         entries = {}
         for key, item in value.items():
-            entries[key] = _value(kind.element, item, f"{where}[{key!r}]", problem)
+            entries[key] = _value(kind.element, item, f"{where}[{_short(key)}]", problem)
             if problem:
                 return None
         return entries
@@ -217,5 +224,5 @@ def check_value(kind: FieldType, value: Any, where: str, problem: list[str]) -> 
 
 
 def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    """The value in an error message: bounded in depth and length, whatever the producer sent."""
+    return render_value(value)
