@@ -6,9 +6,13 @@ Four DAGs without a schedule, each with a typed trigger form (Trigger DAG -> the
   `accept_mismatch`, `force`); emits the table's Asset event with the hours.
 - `widehouse_rebuild_day`: run the daily merge for one day again.
 - `widehouse_replan_now`: replan from live traffic with capacity overrides (empty = settings),
-  optionally growing partitions in Pulsar.
+  optionally growing partitions in Pulsar. A replan that sees no traffic at all fails and keeps
+  the plan in force, unless `force`.
 - `widehouse_retire_app`: stop a slot group that left the plan and remove its Pulsar subscriptions
   now.
+
+Required fields have no default: the form (and the REST API) refuses a run without them, and
+refuses an hour that is not an RFC 3339 date-time (`2026-11-22T09:00:00Z`).
 
 Waits for: nothing (a re-finalize still refuses hours whose watermark has not passed, unless
 `force`). Re-run: trigger again with the same params; every operation is idempotent.
@@ -88,7 +92,9 @@ def widehouse_replan_now() -> None:
 
         assert params is not None
         overrides = {k: params.get(k) for k in ("slot_capacity", "target_fill", "isolation", "imbalance")}
-        return tasks.replan(overrides, apply=bool(params.get("apply_partitions")))
+        return tasks.replan(
+            overrides, apply=bool(params.get("apply_partitions")), force=bool(params.get("force"))
+        )
 
     replan()
 

@@ -4,7 +4,8 @@ Every 6 hours (and on demand): plans slot groups from live Pulsar traffic (media
 `WIDEHOUSE_PLAN_SMOOTHING` observations) against the plan in force, moving as few topics as it
 can. The new plan is written as `<state>/plans/plan-<time>.json` and becomes `<state>/plan.json`
 (earlier versions stay in `plans/`); the task log shows the moves and the balance. The streams
-supervisor applies it on its next cycle.
+supervisor applies it on its next cycle. When no topic carries any traffic (producers stopped) the
+run is skipped and the plan in force kept, with the reason in the task log.
 
 For capacity overrides or applying partitions use `widehouse_replan_now`.
 
@@ -35,7 +36,7 @@ def widehouse_replan() -> None:
     def replan() -> str:
         from widehouse.orchestration import tasks
 
-        return tasks.replan({}, apply=False)
+        return tasks.replan({}, apply=False, idle_skips=True)
 
     replan()
 

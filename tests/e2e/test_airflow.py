@@ -24,6 +24,7 @@ import pytest
 from tests.e2e.airflow_support import AirflowApi
 from tests.integration.stream_support import GIFT, Deployment, expected, gift_message
 from widehouse.generator.manifest import Manifest, diff_rows
+from widehouse.orchestration.params import DATE_TIME_PATTERN
 from widehouse.planner import Group, load_plan, save_plan
 from widehouse.settings import Settings
 
@@ -95,18 +96,29 @@ def test_trigger_form_params_as_served_by_the_rest_api(airflow: AirflowApi) -> N
     assert table["value"] == "user_hourly"
     assert table["schema"]["type"] == "string" and table["schema"]["enum"] == ["user_hourly"]
     assert table["schema"]["section"] == "What" and table["schema"]["title"] == "Wide table"
-    assert params["first_hour"]["value"] is None
+    assert params["first_hour"]["value"] is None  # required: no default
     assert params["first_hour"]["schema"] == {
-        "type": ["null", "string"],
+        "type": "string",
         "format": "date-time",
+        "pattern": DATE_TIME_PATTERN,
         "title": "First hour",
         "section": "Hours",
     }
+    # the REST trigger refuses what the task would refuse, before any run exists
+    for conf, why in (({"first_hour": "2026-11-22 9h"}, "2026-11-22 9h"), ({}, "No value passed")):
+        reply = airflow.session.post(
+            f"{airflow.url}/api/v2/dags/widehouse_refinalize/dagRuns",
+            json={"logical_date": None, "conf": conf},
+            timeout=60,
+        )
+        assert reply.status_code == 400, (conf, reply.status_code, reply.text)
+        assert "param first_hour" in reply.text and why in reply.text, reply.text
     for flag in ("include_late", "accept_mismatch", "force"):
         assert params[flag]["value"] is False and params[flag]["schema"]["type"] == "boolean"
     replan = airflow.get("/dags/widehouse_replan_now/details")["params"]
     assert replan["target_fill"]["schema"]["type"] == ["null", "number"]
     assert replan["target_fill"]["schema"]["maximum"] == 1 and replan["target_fill"]["value"] is None
+    assert replan["force"]["value"] is False and replan["force"]["schema"]["type"] == "boolean"
 
 
 def test_supervisor_starts_a_group_and_restarts_it_after_sigkill_exactly(

@@ -2,6 +2,15 @@
 
 Plain dicts (no Airflow import): the DAG file wraps each in ``Param(**spec)``. Enums come from the
 catalog, so a new wide table shows in the forms without touching a DAG file.
+
+Airflow validates a trigger's conf against these JSON schemas (with jsonschema's ``FormatChecker``)
+before it creates the run, from the UI's form and from ``POST /api/v2/dags/{id}/dagRuns`` alike, so
+a spec refuses there whatever the task would refuse later:
+
+- a field the task cannot do without has no ``default``: a trigger without it is refused;
+- an hour is ``format: date-time``, which jsonschema enforces only when ``rfc3339-validator`` is
+  importable (pinned in requirements.txt), and a ``pattern`` too: it holds without the validator,
+  and it refuses the lower-case ``t``/``z`` RFC 3339 allows but the task's parser does not.
 """
 
 from __future__ import annotations
@@ -12,7 +21,11 @@ from widehouse.catalog import Catalog
 
 Spec = dict[str, Any]
 
-HOUR_HELP = "UTC; any time inside the hour selects that hour"
+HOUR_HELP = "RFC 3339, e.g. 2026-11-22T09:00:00Z; any time inside the hour selects that hour"
+DATE_TIME_PATTERN = (
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$"
+)
+"""RFC 3339 ``date-time`` with upper-case ``T`` and ``Z`` (what the UI's date-time picker sends)."""
 
 
 def hourly_tables(catalog: Catalog) -> list[str]:
@@ -33,15 +46,18 @@ def _flag(title: str, description: str, section: str) -> Spec:
     }
 
 
-def _moment(title: str, description: str) -> Spec:
-    return {
-        "default": None,
-        "type": ["null", "string"],
+def _moment(title: str, description: str, *, required: bool) -> Spec:
+    spec: Spec = {
+        "type": "string" if required else ["null", "string"],
         "format": "date-time",
+        "pattern": DATE_TIME_PATTERN,
         "title": title,
         "description": description,
         "section": "Hours",
     }
+    if not required:
+        spec["default"] = None
+    return spec
 
 
 def refinalize_params(catalog: Catalog) -> dict[str, Spec]:
@@ -55,9 +71,11 @@ def refinalize_params(catalog: Catalog) -> dict[str, Spec]:
             "description": "The hourly wide table to re-finalize (from the catalog).",
             "section": "What",
         },
-        "first_hour": _moment("First hour", f"First hour to re-finalize ({HOUR_HELP})."),
+        "first_hour": _moment("First hour", f"First hour to re-finalize ({HOUR_HELP}).", required=True),
         "last_hour": _moment(
-            "Last hour", f"Last hour, inclusive ({HOUR_HELP}); empty = the first hour only."
+            "Last hour",
+            f"Last hour, inclusive ({HOUR_HELP}); empty = the first hour only.",
+            required=False,
         ),
         "include_late": _flag(
             "Include late events", "Fold the hours' rows from late_events into the final rows.", "Options"
@@ -78,12 +96,11 @@ def refinalize_params(catalog: Catalog) -> dict[str, Spec]:
 def rebuild_day_params() -> dict[str, Spec]:
     return {
         "day": {
-            "default": None,
-            "type": ["null", "string"],
+            "type": "string",
             "format": "date",
             "title": "Day",
-            "description": "UTC day to rebuild: offline aggregates -> HBase, then the extract to "
-            "ClickHouse + Delta.",
+            "description": "UTC day to rebuild (YYYY-MM-DD): offline aggregates -> HBase, then the "
+            "extract to ClickHouse + Delta.",
             "section": "What",
         },
     }
@@ -113,13 +130,18 @@ def replan_params() -> dict[str, Spec]:
         "apply_partitions": _flag(
             "Apply partitions", "Create or grow topic partitions in Pulsar to the planned counts.", "Pulsar"
         ),
+        "force": _flag(
+            "Force (plan from no traffic)",
+            "Replace the plan in force even when no topic carries any traffic; without it such a "
+            "replan is refused and the plan in force kept.",
+            "Options",
+        ),
     }
 
 
 def retire_params() -> dict[str, Spec]:
     return {
         "group": {
-            "default": "",
             "type": "string",
             "pattern": "^[a-z0-9][a-z0-9_-]{0,63}$",
             "title": "Slot group",

@@ -115,12 +115,21 @@ def retire_group(group: str) -> None:
     _with_env(body)
 
 
-def replan(overrides: Mapping[str, Any], apply: bool) -> str:
-    """A new plan from live traffic, versioned; returns the version's path."""
-    from widehouse.orchestration.replan import knobs_with, versioned_replan
+def replan(overrides: Mapping[str, Any], apply: bool, force: bool = False, idle_skips: bool = False) -> str:
+    """A new plan from live traffic, versioned; returns the version's path.
+
+    A replan that saw no traffic keeps the plan in force and fails the task without retries (the
+    manual DAG: trigger again with ``force``), or with ``idle_skips`` (the scheduled DAG, for which
+    an idle pipeline is no fault) marks it skipped; the message says so either way."""
+    from widehouse.orchestration.replan import NoTrafficError, knobs_with, versioned_replan
 
     def body(env: dict[str, str], settings: Settings) -> str:
-        done = versioned_replan(settings, knobs_with(settings, overrides), apply=apply)
+        try:
+            done = versioned_replan(settings, knobs_with(settings, overrides), apply=apply, force=force)
+        except NoTrafficError as exc:
+            from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+
+            raise (AirflowSkipException if idle_skips else AirflowFailException)(str(exc)) from exc
         log.info("new plan %s:\n%s", done.version, "\n".join(done.lines))
         return str(done.version)
 
@@ -203,11 +212,14 @@ def daily(day: dt.date) -> None:
 
 
 def parse_moment(value: str | None, name: str) -> dt.datetime:
-    """A trigger-form date-time (ISO 8601, ``Z`` allowed) as an aware UTC datetime."""
+    """A trigger-form date-time (ISO 8601, ``Z`` allowed; no offset = UTC) as an aware UTC datetime.
+
+    Accepts at least what the form's schema lets through (``params.DATE_TIME_PATTERN`` and RFC 3339,
+    whose ``$`` lets a trailing newline pass)."""
     if not value:
         raise ConfigError(f"param {name} is required")
     try:
-        moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        moment = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     except ValueError as exc:
         raise ConfigError(f"param {name}={value!r} is not an ISO 8601 date-time") from exc
     return (moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)).astimezone(dt.UTC)
