@@ -6,9 +6,9 @@ rows for the hour (as that many micro-batches would leave them), every count col
 counts add up to ``--events``, sums / min / max filled, first / last left empty. Then, timed:
 
 ``final rows``   the hour's final rows computed by ClickHouse from the partials, as Arrow
-``finalize``     the whole job step (gate forced, reconciliation of the table's topics against the
-                 broker, final rows, Delta ``silver/user_hourly`` replaceWhere, ClickHouse
-                 ``user_hourly_final`` insert, ledger row)
+``finalize``     the whole job step (lease, gate forced, reconciliation of the table's topics
+                 against the broker, final rows, ClickHouse ``user_hourly_final`` insert (staged),
+                 the prepared publication, Delta ``silver/user_hourly`` replaceWhere, ledger row)
 ``re-run``       the same again (a new version replaces the first)
 
     python -m bench finalize_hour [--events 1000000] [--users 100000] [--batches 5]

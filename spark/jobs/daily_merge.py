@@ -3,8 +3,8 @@
     spark-submit spark/jobs/daily_merge.py --day 2026-11-22 [--table user_daily] [--salt-buckets 16]
 
 argparse -> settings -> widehouse.batch.daily.run_daily_job -> exit code; the same as
-``widehouse daily`` (0 published, 2 bad input or missing Hive partition, 1 failure; nothing
-published unless 0).
+``widehouse daily`` (0 published, 2 bad input or missing Hive partition, 5 busy: another run holds
+the day, 1 failure; nothing published unless 0).
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
     spark-submit spark/jobs/finalize_hour.py --table user_hourly --hour 2026-11-22T09 [--force]
 
 argparse -> settings -> widehouse.batch.spark.run_finalize -> exit code; the same as
-``widehouse finalize`` (0 done, 2 bad input, 3 not ready, 4 reconciliation mismatch, 1 failure).
+``widehouse finalize`` (0 done, 2 bad input, 3 not ready, 4 reconciliation mismatch, 5 busy: another
+run is publishing the hour, 1 failure).
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ Expected rows are the hand-written golden fixture (tests/golden/daily.yaml)."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import uuid
 from collections.abc import Iterator
@@ -208,3 +209,80 @@ def test_thrift_killed_during_the_extract_fails_clearly_then_a_rerun_completes(
     finally:
         thrift.kill()
         deployment.close(hbase_port=services.hbase.port)
+
+
+class _CrashError(Exception):
+    """Stands for the process dying at a publish point (the lease is released by the exception
+    path here; a SIGKILLed holder's lease is taken over, see test_publish_lease.py)."""
+
+
+def test_a_day_prepared_then_crashed_is_rolled_forward_by_a_rerun_that_then_fails(
+    deployment: Deployment, spark: Any, hive_db: str
+) -> None:
+    expected = support.expected_rows(deployment.catalog.table("user_daily"), DAY, GOLDEN["expected"])
+
+    def crash_after_prepare(step: str) -> None:
+        if step == "after-prepare":
+            raise _CrashError(step)
+
+    with pytest.raises(_CrashError):
+        deployment.run(spark, hive_db, step=crash_after_prepare)
+    assert support.ledger_entries(deployment.client, DAY) == 0  # decided, nothing visible yet
+    assert deployment.silver(spark, DAY) == []
+    assert support.published(deployment.client, DAY) != expected  # the live rows, no offline half
+
+    # a re-run HBase stops before it writes anything still completes the decided publication first
+    unreachable = _with_port(deployment.settings.hbase, 1)
+    broken = dataclasses.replace(deployment.settings, hbase=dataclasses.replace(unreachable, timeout_ms=2000))
+    silver = DeltaSilver(spark, broken.delta)
+    request = DailyRequest(day=DAY, offline_database=hive_db)
+    with pytest.raises(HBaseError, match=r"127\.0\.0\.1:1"):
+        run_daily(spark, broken, deployment.catalog, deployment.client, silver, request)
+    assert support.ledger_entries(deployment.client, DAY) == 1
+    assert support.published(deployment.client, DAY) == expected
+    assert deployment.silver(spark, DAY) == expected
+
+
+def test_the_hourly_hbase_refresh_never_interleaves_with_the_daily_merge(
+    deployment: Deployment, spark: Any, hive_db: str
+) -> None:
+    """Both take the (user_daily, day) lease: during the daily run the refresh is refused."""
+    from widehouse.batch.lease import PeriodBusyError
+    from widehouse.batch.spark import day_refresher
+
+    refresh = day_refresher(deployment.settings, deployment.client, deployment.catalog, wait=0.2)
+    refused: list[str] = []
+
+    def refresh_during(step: str) -> None:
+        if step in {"write-offline", "extract"}:
+            try:
+                refresh(DAY)
+            except PeriodBusyError as exc:
+                refused.append(str(exc))
+
+    deployment.run(spark, hive_db, step=refresh_during)
+    assert len(refused) == 2
+    assert all("period 2026-11-22T00:00Z of user_daily is being published by run" in m for m in refused)
+    assert refresh(DAY) == 3  # the daily run is over: the refresh runs (3 stream users)
+
+
+def test_a_new_publication_is_newer_than_one_stamped_by_a_clock_ahead(
+    deployment: Deployment, spark: Any, hive_db: str
+) -> None:
+    """A publication committed with a ``finalized_at`` an hour ahead (a skewed publisher's clock):
+    the next one still gets a newer version, so the view and Delta show the new rows."""
+    from widehouse.batch import ledger
+
+    expected = support.expected_rows(deployment.catalog.table("user_daily"), DAY, GOLDEN["expected"])
+    ledger.ensure(deployment.client)
+    ahead = dt.datetime.now(dt.UTC).replace(microsecond=0) + dt.timedelta(hours=1)
+    entry = {"table": "user_daily", "period": dt.datetime(2026, 11, 22, tzinfo=dt.UTC), "finalized_at": ahead}
+    entry |= {"run_id": "skewed", "kind": "day", "rows": 0, "forced": False, "include_late": False}
+    entry |= {"late_rows": 0, "reconciliation": "", "note": ""}
+    ledger.record(deployment.client, [entry], ledger.LEDGER_SHAPE, "skewed-clock")
+    assert support.published(deployment.client, DAY) == []  # that version has no rows
+
+    outcome = deployment.run(spark, hive_db)
+    assert outcome.published.finalized_at == ahead + dt.timedelta(milliseconds=1)
+    assert support.published(deployment.client, DAY) == expected
+    assert deployment.silver(spark, DAY) == expected

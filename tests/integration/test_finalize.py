@@ -6,7 +6,9 @@ plus two hand-made late events); the tests then finalize its hours as a user doe
 
 - the watermark gate refuses an hour the streams have not passed, and ``--force`` is recorded;
 - the final rows equal the manifest's in ClickHouse (analyst view) and in silver Delta, the
-  same after a second run and after SIGKILLs between the publish steps;
+  same after a second run and after SIGKILLs between the publish steps (staged, prepared, Delta
+  committed), healed by a re-run that the gate then stops;
+- of two concurrent publishers of an hour exactly one publishes; the other is refused (exit 5);
 - ``--include-late`` folds the hand-made late events into the hand-written row;
 - reconciliation catches a message on the broker that the stream never counted.
 """
@@ -50,12 +52,42 @@ class Streamed:
         self.hours = sorted(by_hour, key=lambda h: len(by_hour[h]), reverse=True)[:2]
         self.rows = by_hour
 
-    def finalize(self, hour_ms: int, *args: str) -> subprocess.CompletedProcess[str]:
+    def command(self, hour_ms: int, *args: str) -> list[str]:
         command = [sys.executable, "-m", "widehouse", "finalize", "--table", "user_hourly"]
-        command += ["--hour", _hour_text(hour_ms), "--no-hbase", *args]
+        return [*command, "--hour", _hour_text(hour_ms), "--no-hbase", *args]
+
+    def finalize(self, hour_ms: int, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            command, env=self.deployment.env, capture_output=True, text=True, timeout=600, check=False
+            self.command(hour_ms, *args),
+            env=self.deployment.env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
         )
+
+    def prepared(self, hour_ms: int) -> list[int]:
+        """``finalized_at`` (epoch ms) of the hour's prepared publications, oldest first."""
+        if not self.deployment.clickhouse("EXISTS TABLE publications")[0]["result"]:
+            return []  # no run got as far as creating it
+        rows = self.deployment.clickhouse(
+            "SELECT toUnixTimestamp64Milli(finalized_at) AS f FROM publications "
+            f"WHERE `table` = 'user_hourly' AND period = toDateTime64({hour_ms // 1000}, 3, 'UTC') "
+            "ORDER BY finalized_at"
+        )
+        return [int(r["f"]) for r in rows]
+
+    def delta_txn(self, hour_ms: int) -> int | None:
+        """The newest publication Delta's log recorded for the hour (read by delta-rs, not Spark)."""
+        import deltalake
+
+        path = self.deployment.settings.delta.path("silver", "user_hourly")
+        app_id = f"widehouse-publish:user_hourly:{_hour_text(hour_ms)}:00Z"
+        try:
+            version = deltalake.DeltaTable(path).transaction_version(app_id)
+        except deltalake.exceptions.TableNotFoundError:
+            return None
+        return None if version is None else int(version)
 
     def view_rows(self, hour_ms: int) -> dict[tuple[Any, Any], dict[str, Any]]:
         rows = self.deployment.clickhouse(
@@ -77,9 +109,21 @@ class Streamed:
 
     def ledger(self, hour_ms: int) -> list[dict[str, Any]]:
         return self.deployment.clickhouse(
-            f"SELECT * FROM {LEDGER} WHERE `table` = 'user_hourly' "
-            f"AND period = toDateTime64({hour_ms // 1000}, 3, 'UTC') ORDER BY finalized_at"
+            f"SELECT *, toUnixTimestamp64Milli(finalized_at) AS finalized_ms FROM {LEDGER} "
+            f"WHERE `table` = 'user_hourly' AND period = toDateTime64({hour_ms // 1000}, 3, 'UTC') "
+            "ORDER BY finalized_at"
         )
+
+    def both_stores_equal(self, spark: Any, hour_ms: int) -> None:
+        """Both stores hold the manifest's rows of the hour, from the ledger's newest publication."""
+        want = self.rows[hour_ms]
+        view = self.view_rows(hour_ms)
+        assert len(view) == len(want) and diff_rows(want, view) == []  # one version visible
+        silver = self.silver_rows(spark, hour_ms)
+        assert len(silver) == len(want) and diff_rows(want, silver) == []
+        newest = self.ledger(hour_ms)[-1]["finalized_ms"]
+        assert {r["finalized_at"] for r in silver.values()} == {newest}
+        assert self.delta_txn(hour_ms) == newest
 
 
 @pytest.fixture(scope="module")
@@ -159,30 +203,75 @@ def test_silver_is_in_the_spark_catalog_and_plain_delta(streamed: Streamed, spar
     assert diff_rows(want, rows) == []
 
 
-def test_twice_and_after_kills_between_steps_the_same_rows(streamed: Streamed, spark: Any) -> None:
+def test_kills_between_publish_steps_then_a_rerun_the_gate_stops_heals_both_stores(
+    streamed: Streamed, spark: Any
+) -> None:
     hour = streamed.hours[-1]  # the busiest hour may already be published (the ledger tells)
-    want = streamed.rows[hour]
     before = len(streamed.ledger(hour))
-    for fault in ("after-silver", "after-final"):
-        killed = streamed.finalize(hour, "--force", "--fault", fault)
-        assert killed.returncode == -9, killed.stderr[-3000:]
-        assert len(streamed.ledger(hour)) == before  # the killed run published nothing
+    prepared = streamed.prepared(hour)
+    delta_before = streamed.delta_txn(hour)
+
+    # staged in <T>_final, not prepared: nothing decided, nothing visible, nothing to roll forward
+    killed = streamed.finalize(hour, "--force", "--fault", "after-final")
+    assert killed.returncode == -9, killed.stderr[-3000:]
+    assert len(streamed.ledger(hour)) == before and streamed.prepared(hour) == prepared
     versions = streamed.deployment.clickhouse(
         "SELECT finalized_at, count() AS n FROM user_hourly_final "
         f"WHERE hour = toDateTime({hour // 1000}, 'UTC') GROUP BY finalized_at"
     )
-    assert len(want) in {v["n"] for v in versions}  # the run killed after its insert left a hidden version
+    want = streamed.rows[hour]
+    assert len(want) in {v["n"] for v in versions}  # the killed run's version is there, hidden:
     view = streamed.view_rows(hour)
-    assert len(view) == len(want) and diff_rows(want, view) == []  # ... that nobody sees
+    assert len(view) == len(want) and diff_rows(want, view) == []  # (live rows or an older version)
 
-    for attempt in (1, 2):
-        done = streamed.finalize(hour, "--force")
-        assert done.returncode == 0, done.stderr[-5000:]
-        assert len(streamed.ledger(hour)) == before + attempt
-        view = streamed.view_rows(hour)
-        assert len(view) == len(want)  # one version visible, no duplicates
-        assert diff_rows(want, view) == []
-        assert diff_rows(want, streamed.silver_rows(spark, hour)) == []
+    # prepared (decided), killed before Delta: still nothing visible
+    killed = streamed.finalize(hour, "--force", "--fault", "after-prepare")
+    assert killed.returncode == -9, killed.stderr[-3000:]
+    decided = streamed.prepared(hour)[-1]
+    assert len(streamed.prepared(hour)) == len(prepared) + 1
+    assert len(streamed.ledger(hour)) == before and streamed.delta_txn(hour) == delta_before
+
+    # the next run first rolls that publication forward; killed right after its Delta commit, the
+    # stores disagree (Delta has it, the ledger does not yet)
+    killed = streamed.finalize(hour, "--force", "--fault", "after-silver")
+    assert killed.returncode == -9, killed.stderr[-3000:]
+    assert streamed.delta_txn(hour) == decided
+    assert len(streamed.ledger(hour)) == before
+
+    # a run the gate stops (no --force: the hour is not final) still heals that first
+    refused = streamed.finalize(hour)
+    assert refused.returncode == 3, refused.stderr[-3000:]
+    entries = streamed.ledger(hour)
+    assert len(entries) == before + 1 and entries[-1]["finalized_ms"] == decided
+    streamed.both_stores_equal(spark, hour)
+
+    done = streamed.finalize(hour, "--force")
+    assert done.returncode == 0, done.stderr[-5000:]
+    assert len(streamed.ledger(hour)) == before + 2
+    streamed.both_stores_equal(spark, hour)
+
+
+def test_of_two_concurrent_publishers_one_publishes_the_other_is_refused(
+    streamed: Streamed, spark: Any
+) -> None:
+    hour = streamed.hours[0]
+    before = len(streamed.ledger(hour))
+    runs = [
+        subprocess.Popen(
+            streamed.command(hour, "--force"),
+            env=streamed.deployment.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    results = [(run.wait(timeout=600), run.communicate()[1]) for run in runs]
+    assert sorted(code for code, _ in results) == [0, 5], [err[-3000:] for _, err in results]
+    busy = next(err for code, err in results if code == 5)
+    assert f"period {_hour_text(hour)}:00Z of user_hourly is being published by run" in busy
+    assert len(streamed.ledger(hour)) == before + 1
+    streamed.both_stores_equal(spark, hour)
 
 
 def test_include_late_folds_the_hours_late_events(streamed: Streamed, spark: Any) -> None:

@@ -7,7 +7,9 @@
 - :mod:`.final_rows` computes a period's final rows in ClickHouse from the partials (plus, when
   asked, the period's late events folded by :mod:`.late`).
 - :mod:`.publish` publishes a period's rows to Delta ``silver/<T>`` and ClickHouse ``<T>_final``
-  and commits them in the ledger (:mod:`.ledger`), which is what makes them visible.
+  and commits them in the ledger (:mod:`.ledger`), which is what makes them visible: staged,
+  prepared (decided), then committed; the next publisher rolls a crashed one forward.
+- :mod:`.lease` lets one publisher at a time work on a (table, period).
 - :mod:`.finalize` is the hourly use case; the daily one goes through HBase (:mod:`.daily`).
 
 Nothing here imports pyspark except :mod:`.spark` (the Delta silver writer). Jobs in spark/jobs

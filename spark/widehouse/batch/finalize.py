@@ -4,15 +4,19 @@ the day's HBase stream family.
 Steps, each safe to repeat (a re-run, or a run after a crash at any point, ends with the same
 rows; only ``finalized_at`` and the run id differ):
 
+0. **Lease and recovery**: the run takes the (table, hour) publish lease (:mod:`.lease`; another
+   run publishing the hour: :class:`~widehouse.batch.lease.PeriodBusyError`), then rolls forward a
+   publication a crashed run prepared (:func:`.publish.recover`), before anything below can stop it.
 1. **Gate** (:mod:`.gate`): every feeding group's watermark past hour end + lateness, or
    ``force`` (recorded in the ledger with the lagging groups).
 2. **Reconcile** (:mod:`.reconcile`): rows in ``reconciliation``; a mismatch stops the run unless
    ``accept_mismatch`` (then recorded as ``accepted``).
 3. **Late events** with ``include_late``: folded into scratch partials (:mod:`.late`) that join
    the hour's partials for this run only; the ledger records how many.
-4. **Publish** (:mod:`.publish`): the same Arrow rows to Delta ``silver/<T>`` and ClickHouse
-   ``<T>_final`` + ledger.
-5. **HBase**: the day's stream family ``s`` refreshed (``refresh_day``, given by the caller).
+4. **Publish** (:mod:`.publish`): the same Arrow rows staged in ClickHouse ``<T>_final``, prepared,
+   committed to Delta ``silver/<T>``, then to the ledger (the visible switch in ClickHouse).
+5. **HBase**: the day's stream family ``s`` refreshed (``refresh_day``, given by the caller, which
+   takes the daily table's lease for the day: it never interleaves with the daily merge).
 """
 
 from __future__ import annotations
@@ -31,8 +35,9 @@ from widehouse.batch import ledger
 from widehouse.batch.final_rows import final_hour_rows
 from widehouse.batch.gate import Gate, check
 from widehouse.batch.late import LatePartials, late_partials
+from widehouse.batch.lease import acquire
 from widehouse.batch.periods import as_hour
-from widehouse.batch.publish import PublishResult, RunInfo, SilverWriter, publish
+from widehouse.batch.publish import PublishResult, RunInfo, SilverWriter, publish, recover
 from widehouse.batch.reconcile import Reconciliation, reconcile
 from widehouse.clickhouse.analyst import ensure_analyst_views
 from widehouse.clickhouse.ddl import q, table_names
@@ -42,6 +47,7 @@ from widehouse.stream.tables import ensure_clickhouse
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from widehouse.batch.lease import Lease
     from widehouse.catalog import Catalog, WideTable
     from widehouse.clickhouse import ClickHouse
     from widehouse.pulsar.admin import PulsarAdmin
@@ -57,8 +63,11 @@ class FinalizeRequest:
     include_late: bool = False
     accept_mismatch: bool = False
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    lease_wait: float = 0.0
+    """Seconds to wait for another run publishing the same hour before giving up (PeriodBusyError)."""
     faults: tuple[str, ...] = ()
-    """Testing aid: publish steps (``after-silver``, ``after-final``) at which the process kills itself."""
+    """Testing aid: publish steps (``after-final``, ``after-prepare``, ``after-silver``) at which the
+    process kills itself."""
 
 
 @dataclass(frozen=True)
@@ -69,10 +78,18 @@ class FinalizeOutcome:
     late: LatePartials | None = None
     hbase_rows: int | None = None
     seconds: dict[str, float] = field(default_factory=dict)
-    """Wall time per step (ensure tables, gate, reconcile, final rows, publish, hbase)."""
+    """Wall time per step (ensure tables, lease and recovery, gate, reconcile, final rows, publish, hbase)."""
+    recovered: PublishResult | None = None
+    """A crashed run's prepared publication this run rolled forward first."""
 
     def summary(self) -> str:
-        lines = [
+        lines = []
+        if self.recovered is not None:
+            lines.append(
+                f"rolled forward a prepared publication first (finalized_at "
+                f"{self.recovered.finalized_at.isoformat()}, {self.recovered.rows} row(s))"
+            )
+        lines += [
             f"{self.published.table} {self.published.period:%Y-%m-%dT%H}: {self.published.rows} final row(s) "
             f"published (finalized_at {self.published.finalized_at.isoformat()})",
             f"  gate: {self.gate.message}",
@@ -113,6 +130,27 @@ def finalize_hour(ctx: BatchContext, request: FinalizeRequest) -> FinalizeOutcom
     ensure_analyst_views(ctx.client, ctx.catalog.sql_dir)
 
     laps.lap("ensure tables")
+    killer = _killer(request.faults)
+    with acquire(ctx.client, table.name, hour, request.run_id, wait=request.lease_wait) as lease:
+        recovered = recover(ctx.client, ctx.silver, table, hour, step=killer)
+        laps.lap("lease and recovery")
+        result, gate, rec, late = _finalize_leased(ctx, request, table, hour, laps, lease)
+    laps.lap("publish")
+    refreshed = ctx.refresh_day(hour.date()) if ctx.refresh_day else None
+    laps.lap("hbase")
+    log.info("finalized %s %s: %s", table.name, hour.isoformat(), laps)
+    return FinalizeOutcome(gate, rec, result, late, refreshed, laps.laps, recovered=recovered)
+
+
+def _finalize_leased(  # noqa: PLR0917 - the run's parts, in order
+    ctx: BatchContext,
+    request: FinalizeRequest,
+    table: WideTable,
+    hour: dt.datetime,
+    laps: _Laps,
+    lease: Lease,
+) -> tuple[PublishResult, Gate, Reconciliation, LatePartials | None]:
+    """Steps 1-4, under the hour's lease."""
     gate = check(ctx.client, ctx.catalog, table.name, hour, ctx.app, ctx.plan_path)
     laps.lap("gate")
     if not gate.ready and not request.force:
@@ -158,12 +196,10 @@ def finalize_hour(ctx: BatchContext, request: FinalizeRequest) -> FinalizeOutcom
         reconciliation="ok" if rec.ok else "accepted",
         note="\n".join(notes),
     )
-    result = publish(ctx.client, ctx.silver, table, hour, rows, run, step=_killer(request.faults))
-    laps.lap("publish")
-    refreshed = ctx.refresh_day(hour.date()) if ctx.refresh_day else None
-    laps.lap("hbase")
-    log.info("finalized %s %s: %s", table.name, hour.isoformat(), laps)
-    return FinalizeOutcome(gate, rec, result, late, refreshed, laps.laps)
+    result = publish(
+        ctx.client, ctx.silver, table, hour, rows, run, step=_killer(request.faults), lease=lease
+    )
+    return result, gate, rec, late
 
 
 class _Laps:

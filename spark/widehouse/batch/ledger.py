@@ -1,10 +1,16 @@
-"""The ledger of published periods and the reconciliation table (ClickHouse, declared once).
+"""The ledger of published periods, the prepared publications and the reconciliation table
+(ClickHouse, declared once).
 
 A period's final rows become visible to analysts when the publish step commits its ledger row:
 the analyst view ``<T>`` shows the rows of ``<T>_final`` whose ``finalized_at`` is the newest
 ledger entry of their period, and live merged rows for periods with no entry. Rows a crashed run
 left behind carry a ``finalized_at`` no ledger row names, so nobody sees them; the next run
 replaces them.
+
+``publications`` holds the same row, written earlier: when a publication is *prepared* (its rows
+staged in ``<T>_final``, invisible). From then on it is decided: a prepared publication newer than
+the period's newest ledger row (:func:`pending`) is rolled forward by the next publisher of the
+period before anything else (:func:`widehouse.batch.publish.recover`).
 """
 
 from __future__ import annotations
@@ -44,6 +50,16 @@ LEDGER_SHAPE = Shape(
 )
 """One row per publish of a period (hour or day) of a table: what was published, when, how."""
 
+PUBLICATIONS = "publications"
+PUBLICATION_SHAPE = Shape(
+    PUBLICATIONS,
+    LEDGER_SHAPE.columns,
+    partition_by="period",
+    order_by=("table", "period", "finalized_at"),
+)
+"""The ledger row of each *prepared* publication (its rows staged in ``<T>_final``): a decided
+publication, committed to Delta and the ledger next (or rolled forward by the next run)."""
+
 RECONCILIATION_SHAPE = Shape(
     RECONCILIATION,
     (
@@ -66,11 +82,13 @@ RECONCILIATION_SHAPE = Shape(
 """Per (table, hour, topic) and run: the broker's messages of the hour's publish-time range, what
 the stream counted in, and valid + quarantined + late; ``status`` ok / mismatch / accepted."""
 
-BATCH_SHAPES = (LEDGER_SHAPE, RECONCILIATION_SHAPE)
+BATCH_SHAPES = (LEDGER_SHAPE, PUBLICATION_SHAPE, RECONCILIATION_SHAPE)
 
 
 def ensure(client: ClickHouse) -> None:
-    client.ensure_shapes(BATCH_SHAPES)
+    from widehouse.batch.lease import LEASE_SHAPE
+
+    client.ensure_shapes((*BATCH_SHAPES, LEASE_SHAPE))
 
 
 def record(client: ClickHouse, rows: list[dict[str, Any]], shape: Shape, token: str) -> None:
@@ -110,6 +128,34 @@ def last_entry(client: ClickHouse, table: str, period: dt.datetime) -> dict[str,
     return dict(rows[0]) if rows else None
 
 
+def pending(client: ClickHouse, table: str, period: dt.datetime) -> dict[str, Any] | None:
+    """The newest prepared publication of one period that the ledger has not committed, or None."""
+    where = "`table` = {t:String} AND period = {p:DateTime64(3, 'UTC')}"
+    result = client.query(
+        f"SELECT * FROM {PUBLICATIONS} WHERE {where} AND finalized_at > "
+        f"(SELECT max(finalized_at) FROM {LEDGER} WHERE {where}) ORDER BY finalized_at DESC LIMIT 1",
+        {"t": table, "p": sql_time(period)},
+    )
+    rows = list(result.named_results())
+    if not rows:
+        return None
+    row = dict(rows[0])
+    return {k: _utc(v) if isinstance(v, dt.datetime) else v for k, v in row.items()}
+
+
+def next_version(client: ClickHouse, table: str, period: dt.datetime) -> dt.datetime:
+    """``finalized_at`` for a new publication of the period: the ClickHouse server's now (one clock
+    for every publisher), but always after every earlier publication of the period, committed or
+    prepared (the Delta ``txnVersion`` must grow per period, whatever any clock says)."""
+    where = "`table` = {t:String} AND period = {p:DateTime64(3, 'UTC')}"
+    now, newest = client.rows(
+        f"SELECT now64(3, 'UTC'), greatest((SELECT max(finalized_at) FROM {LEDGER} WHERE {where}), "
+        f"(SELECT max(finalized_at) FROM {PUBLICATIONS} WHERE {where}))",
+        {"t": table, "p": sql_time(period)},
+    )[0]
+    return max(_utc(now), _utc(newest) + dt.timedelta(milliseconds=1))
+
+
 def _utc(value: dt.datetime) -> dt.datetime:
     return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
 
@@ -119,11 +165,15 @@ __all__ = [
     "HOUR",
     "LEDGER",
     "LEDGER_SHAPE",
+    "PUBLICATIONS",
+    "PUBLICATION_SHAPE",
     "RECONCILIATION",
     "RECONCILIATION_SHAPE",
     "ensure",
     "last_entry",
     "missing_hours",
+    "next_version",
+    "pending",
     "published",
     "record",
 ]

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 SPARK_DATABASE = "widehouse"
 PARTITION = "wh_date"
+REFRESH_LEASE_WAIT = 900.0
+"""Seconds an hourly HBase refresh waits for the day's daily merge (which holds the day's lease)."""
 
 
 def silver_path(delta: DeltaSettings, table: str) -> str:
@@ -31,7 +33,12 @@ def silver_path(delta: DeltaSettings, table: str) -> str:
 
 class DeltaSilver:
     """Replaces one period of ``silver/<T>`` in a single Delta commit (``replaceWhere``), then makes
-    sure the table is in the Spark catalog."""
+    sure the table is in the Spark catalog.
+
+    The commit carries ``txnAppId`` = :func:`txn_app_id` (table, period) and ``txnVersion`` = the
+    publication: Delta skips a write whose version is not above the last one it committed for that
+    app id, so a rolled-forward publication is not written twice and an older one never replaces a
+    newer one."""
 
     def __init__(self, spark: SparkSession | Callable[[], SparkSession], delta: DeltaSettings) -> None:
         self._spark = spark
@@ -44,7 +51,9 @@ class DeltaSilver:
             self._spark = self._spark()
         return self._spark
 
-    def replace(self, table: WideTable, period: dt.datetime | dt.date, rows: pa.Table) -> None:
+    def replace(
+        self, table: WideTable, period: dt.datetime | dt.date, rows: pa.Table, publication: int
+    ) -> None:
         from pyspark.sql import functions as F  # noqa: N812
 
         if isinstance(period, dt.datetime):
@@ -61,14 +70,27 @@ class DeltaSilver:
             .mode("overwrite")
             .option("replaceWhere", condition)
             .option("mergeSchema", "true")  # columns the catalog gained
+            .option("txnAppId", txn_app_id(table.name, start))
+            .option("txnVersion", str(publication))
             .partitionBy(PARTITION)
             .save(path)
         )
-        log.info("silver/%s: replaced %s with %d rows", table.name, start.isoformat(), rows.num_rows)
+        log.info(
+            "silver/%s: %s holds publication %d (%d rows; a replay is skipped)",
+            table.name,
+            start.isoformat(),
+            publication,
+            rows.num_rows,
+        )
         try:
             register(self.spark, self.delta, table.name)
         except Exception as exc:
             log.warning("could not register %s.%s in the Spark catalog: %s", SPARK_DATABASE, table.name, exc)
+
+
+def txn_app_id(table: str, start: dt.datetime) -> str:
+    """Delta ``txnAppId`` of a period's publications (one per (table, period))."""
+    return f"widehouse-publish:{table}:{start.astimezone(dt.UTC):%Y-%m-%dT%H:%M}Z"
 
 
 def register(spark: SparkSession, delta: DeltaSettings, table: str) -> None:
@@ -146,7 +168,7 @@ def run_finalize(settings: Settings, request: FinalizeRequest, refresh_hbase: bo
             ),
             app=settings.stream.app,
             plan_path=settings.state_dir / "plan.json",
-            refresh_day=_day_refresher(settings, client, catalog) if refresh_hbase else None,
+            refresh_day=day_refresher(settings, client, catalog) if refresh_hbase else None,
         )
         return finalize_hour(ctx, request)
     finally:
@@ -154,20 +176,28 @@ def run_finalize(settings: Settings, request: FinalizeRequest, refresh_hbase: bo
         client.close()
 
 
-def _day_refresher(
-    settings: Settings, client: ClickHouse, catalog: Catalog
-) -> Callable[[dt.date], int] | None:
+def day_refresher(
+    settings: Settings, client: ClickHouse, catalog: Catalog, wait: float = REFRESH_LEASE_WAIT
+) -> Callable[[dt.date], int]:
     """Refreshes the HBase stream family of every daily table for a day (creating a missing day
-    table pre-split); returns the rows written."""
+    table pre-split); returns the rows written. Each table's refresh holds that table's lease for
+    the day, which the daily merge holds for its whole run: the two never interleave (a refresh
+    waits up to ``wait`` seconds for a running daily merge, then raises PeriodBusyError)."""
+    import uuid
+
+    from widehouse.batch.lease import acquire
     from widehouse.hbase.day import refresh_stream_family
     from widehouse.hbase.presplit import PresplitTool
 
     def refresh(day: dt.date) -> int:
         presplit = PresplitTool.from_settings(settings)
-        return sum(
-            refresh_stream_family(client, settings.hbase, table, day, presplit=presplit).rows
-            for table in catalog.wide_tables
-            if table.grain == "day"
-        )
+        holder = f"hbase-refresh-{uuid.uuid4().hex[:12]}"
+        rows = 0
+        for table in catalog.wide_tables:
+            if table.grain != "day":
+                continue
+            with acquire(client, table.name, day_start(day), holder, wait=wait):
+                rows += refresh_stream_family(client, settings.hbase, table, day, presplit=presplit).rows
+        return rows
 
     return refresh

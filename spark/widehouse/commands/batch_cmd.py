@@ -2,7 +2,8 @@
 ``spark/jobs/finalize_hour.py``; both share these arguments).
 
 Exit codes: 0 published, 2 bad input, 3 not ready (a feeding group's watermark is behind),
-4 reconciliation mismatch (nothing published), 1 any other failure.
+4 reconciliation mismatch (nothing published), 5 busy (another run is publishing the hour), 1 any
+other failure.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from widehouse.settings import Settings
 
 EXIT_NOT_READY = 3
 EXIT_MISMATCH = 4
+EXIT_BUSY = 5
 
 
 def register(subparsers: Any) -> None:
@@ -49,6 +51,7 @@ def add_finalize_arguments(parser: argparse.ArgumentParser) -> None:
 def finalize(args: argparse.Namespace, settings: Settings) -> int:
     """Run the finalize use case and print its outcome; returns the exit code."""
     from widehouse.batch.finalize import FinalizeRequest
+    from widehouse.batch.lease import PeriodBusyError
     from widehouse.batch.periods import parse_hour
     from widehouse.batch.spark import run_finalize as run  # Spark only when it really runs
 
@@ -68,6 +71,9 @@ def finalize(args: argparse.Namespace, settings: Settings) -> int:
     except ReconciliationError as exc:
         print(f"widehouse finalize: reconciliation failed: {exc}", file=sys.stderr)
         return EXIT_MISMATCH
+    except PeriodBusyError as exc:
+        print(f"widehouse finalize: busy: {exc}", file=sys.stderr)
+        return EXIT_BUSY
     print(outcome.summary())
     return 0
 

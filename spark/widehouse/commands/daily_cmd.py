@@ -1,8 +1,9 @@
 """``widehouse daily``: merge a day of a daily wide table with its offline Hive data through HBase
 and publish it (the job is ``spark/jobs/daily_merge.py``; both share these arguments).
 
-Exit codes: 0 published, 2 bad input or a missing Hive partition of the day, 1 any other failure
-(e.g. HBase unreachable). Nothing is published unless the exit code is 0.
+Exit codes: 0 published, 2 bad input or a missing Hive partition of the day, 5 busy (another run
+holds the day), 1 any other failure (e.g. HBase unreachable). Nothing is published unless the exit
+code is 0.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from widehouse.errors import MissingInputError
 from widehouse.settings import Settings
 
 EXIT_MISSING_INPUT = 2
+EXIT_BUSY = 5
 
 
 def register(subparsers: Any) -> None:
@@ -45,6 +47,7 @@ def daily(args: argparse.Namespace, settings: Settings) -> int:
     """Run the daily merge and print its outcome; returns the exit code."""
     from widehouse.batch.daily import DailyRequest
     from widehouse.batch.daily.spark import run_daily_job
+    from widehouse.batch.lease import PeriodBusyError
     from widehouse.batch.periods import parse_day
     from widehouse.hbase.keys import check_buckets
 
@@ -59,5 +62,8 @@ def daily(args: argparse.Namespace, settings: Settings) -> int:
     except MissingInputError as exc:
         print(f"widehouse daily: missing input: {exc}", file=sys.stderr)
         return EXIT_MISSING_INPUT
+    except PeriodBusyError as exc:
+        print(f"widehouse daily: busy: {exc}", file=sys.stderr)
+        return EXIT_BUSY
     print(outcome.summary())
     return 0

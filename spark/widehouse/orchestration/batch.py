@@ -5,7 +5,8 @@ them and maps their answers and exit codes to what a task does: wait, succeed, r
 good with a message that says how to re-run.
 
 Finalize exit codes: 0 done, 2 bad input, 3 not ready (watermark), 4 reconciliation mismatch,
-1 other failure. Daily: 0 done, 2 bad input (e.g. a missing Hive partition), 1 other failure.
+5 busy (another run publishes the period: retry), 1 other failure. Daily: 0 done, 2 bad input
+(e.g. a missing Hive partition), 5 busy, 1 other failure.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ HOUR = dt.timedelta(hours=1)
 MAX_HOURS = 24 * 31
 """Most hours one manual re-finalize may cover (a bigger range is a backfill)."""
 
+_BUSY = "busy: another run holds the period's publish lease (one publisher per table and period)"
 FINALIZE_MEANING = {
     2: ("bad input", False),
     3: ("not ready: a slot group's committed watermark is before hour end + lateness", True),
@@ -32,8 +34,9 @@ FINALIZE_MEANING = {
         "the reconciliation rows, then re-run with accept_mismatch from the manual operations DAG",
         False,
     ),
+    5: (_BUSY, True),
 }
-DAILY_MEANING = {2: ("bad input (e.g. a missing Hive partition for the day)", False)}
+DAILY_MEANING = {2: ("bad input (e.g. a missing Hive partition for the day)", False), 5: (_BUSY, True)}
 
 
 @dataclass(frozen=True)

@@ -72,7 +72,13 @@ def test_finalize_arguments_and_success() -> None:
 
 @pytest.mark.parametrize(
     ("code", "retryable", "words"),
-    [(1, True, "failed"), (2, False, "bad input"), (3, True, "not ready"), (4, False, "accept_mismatch")],
+    [
+        (1, True, "failed"),
+        (2, False, "bad input"),
+        (3, True, "not ready"),
+        (4, False, "accept_mismatch"),
+        (5, True, "busy: another run holds the period"),
+    ],
 )
 def test_finalize_exit_codes(code: int, retryable: bool, words: str) -> None:
     with pytest.raises(JobFailedError) as info:

@@ -3,6 +3,9 @@
 Steps for one day (each safe to repeat; a re-run, or a run after a crash at any point, publishes
 the same rows):
 
+0. **Lease and recovery**: the run holds the (table, day) publish lease (:mod:`widehouse.batch.lease`)
+   from here to the end, so no other daily run and no hourly HBase refresh of the day (which takes
+   the same lease) interleaves with it; a publication a crashed run prepared is rolled forward.
 1. **Preconditions**, before anything is written: every Hive table the offline SQL reads has the
    day's partition (``dt=YYYY-MM-DD``), and the HBase Thrift server answers (the day table is
    created pre-split on the salt buckets if missing). Either failing is a clear error naming the
@@ -14,9 +17,9 @@ the same rows):
 4. **Extract**: one Spark task per salt bucket scans its prefix; a key seen only in the stream or
    only in Hive still gets a row, the other half null (counts 0)
    (:func:`widehouse.hbase.spark.extract_day`).
-5. **Publish** (:func:`widehouse.batch.publish.publish`): Delta ``silver/<T>`` and ClickHouse
-   ``<T>_final`` + the ledger row that makes the day visible. An HBase failure in steps 2-4 stops
-   the run before this step, so nothing of the day is published.
+5. **Publish** (:func:`widehouse.batch.publish.publish`): staged in ClickHouse ``<T>_final``,
+   prepared, committed to Delta ``silver/<T>``, then the ledger row that makes the day visible.
+   An HBase failure in steps 2-4 stops the run before this step, so nothing of the day is published.
 
 The request and outcome live here (light); the use case is :func:`widehouse.batch.daily.spark.run_daily`.
 """
@@ -34,6 +37,8 @@ if TYPE_CHECKING:
 
 DEFAULT_OFFLINE_DATABASE = "offline"
 STEPS = ("refresh-stream", "write-offline", "extract", "publish")
+LEASE_WAIT = 900.0
+"""Seconds a daily run waits for the day's lease (an hourly HBase refresh, or another daily run)."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,8 @@ class DailyRequest:
     """Overrides ``WIDEHOUSE_HBASE_SALT_BUCKETS`` (must match an existing day table's split)."""
     offline_database: str = DEFAULT_OFFLINE_DATABASE
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    lease_wait: float = LEASE_WAIT
+    """Seconds to wait while another run holds the day (then PeriodBusyError)."""
 
 
 @dataclass(frozen=True)
@@ -73,4 +80,4 @@ class DailyOutcome:
         )
 
 
-__all__ = ["DEFAULT_OFFLINE_DATABASE", "STEPS", "DailyOutcome", "DailyRequest"]
+__all__ = ["DEFAULT_OFFLINE_DATABASE", "LEASE_WAIT", "STEPS", "DailyOutcome", "DailyRequest"]

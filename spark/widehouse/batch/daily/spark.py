@@ -10,13 +10,16 @@ from typing import TYPE_CHECKING
 
 from widehouse.batch import ledger
 from widehouse.batch.daily import STEPS, DailyOutcome, DailyRequest
-from widehouse.batch.publish import RunInfo, SilverWriter, publish
+from widehouse.batch.lease import acquire
+from widehouse.batch.periods import day_start
+from widehouse.batch.publish import RunInfo, SilverWriter, publish, recover
 from widehouse.errors import ConfigError, MissingInputError
 from widehouse.hbase.day import refresh_stream_family
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from widehouse.batch.lease import Lease
     from widehouse.catalog import Catalog
     from widehouse.clickhouse import ClickHouse
     from widehouse.settings import Settings
@@ -37,13 +40,10 @@ def run_daily(  # noqa: PLR0917 - what, where and how, named at call sites
     """Merge and publish one day of a daily table (see the module docstring).
 
     ``step`` is called with each step's name (:data:`STEPS`) before it starts (tests stop services
-    there). Raises MissingInputError (missing Hive input), HBaseError (HBase unreachable or failing).
+    there), and with the publish points (``after-final``, ``after-prepare``, ``after-silver``).
+    Raises MissingInputError (missing Hive input), HBaseError (HBase unreachable or failing),
+    PeriodBusyError (another run holds the day for ``request.lease_wait`` seconds).
     """
-    from widehouse.hbase.connection import connect
-    from widehouse.hbase.daytable import day_table, ensure_day_table
-    from widehouse.hbase.presplit import PresplitTool
-    from widehouse.hbase.spark import extract_day, write_offline_family
-    from widehouse.offline.spark import missing_partitions, offline_frame
     from widehouse.stream.tables import ensure_clickhouse
 
     step = step or (lambda _name: None)
@@ -51,8 +51,37 @@ def run_daily(  # noqa: PLR0917 - what, where and how, named at call sites
     if table.grain != "day" or not table.offline:
         raise ConfigError(f"--table {table.name} is not a daily table with offline columns")
     day = request.day
-    spec = day_table(table, settings.hbase, request.salt_buckets)
+    ensure_clickhouse(client, catalog)
+    ledger.ensure(client)
+    # the day's lease for the whole run: the hourly HBase refresh of this day waits for it
+    with acquire(client, table.name, day_start(day), request.run_id, wait=request.lease_wait) as lease:
+        recovered = recover(client, silver, table, day, step=step)  # before anything may stop the run
+        if recovered is not None:
+            log.warning("%s %s: rolled forward a prepared publication first", table.name, day)
 
+        return _merge(spark, settings, catalog, client, silver, request, step, lease)
+
+
+def _merge(  # noqa: PLR0917 - run_daily's parts, under the day's lease
+    spark: SparkSession,
+    settings: Settings,
+    catalog: Catalog,
+    client: ClickHouse,
+    silver: SilverWriter,
+    request: DailyRequest,
+    step: Callable[[str], None],
+    lease: Lease,
+) -> DailyOutcome:
+    """Steps 1-5 of the daily merge (the caller holds the day's lease and has recovered)."""
+    from widehouse.hbase.connection import connect
+    from widehouse.hbase.daytable import day_table, ensure_day_table
+    from widehouse.hbase.presplit import PresplitTool
+    from widehouse.hbase.spark import extract_day, write_offline_family
+    from widehouse.offline.spark import missing_partitions, offline_frame
+
+    table = catalog.table(request.table)
+    day = request.day
+    spec = day_table(table, settings.hbase, request.salt_buckets)
     missing = missing_partitions(spark, table, day, request.offline_database)
     if missing:
         raise MissingInputError(
@@ -64,8 +93,6 @@ def run_daily(  # noqa: PLR0917 - what, where and how, named at call sites
         ensure_day_table(connection, spec, PresplitTool.from_settings(settings))
     finally:
         connection.close()
-    ensure_clickhouse(client, catalog)
-    ledger.ensure(client)
 
     seconds: dict[str, float] = {}
     started = time.perf_counter()
@@ -92,7 +119,7 @@ def run_daily(  # noqa: PLR0917 - what, where and how, named at call sites
         kind="day",
         note=f"daily merge via HBase {spec.name} ({spec.buckets} salt buckets)",
     )
-    result = publish(client, silver, table, day, rows, run)
+    result = publish(client, silver, table, day, rows, run, step=step, lease=lease)
     lap("publish")
     outcome = DailyOutcome(
         table.name, day, spec.name, spec.buckets, stream, offline, rows.num_rows, result, seconds
