@@ -55,8 +55,7 @@ def sigkills(root: Path, spark: Any, kills: int, rate: float, events: int, *, se
 
     partials = Path(delta_partials(deployment.settings.delta, "user_hourly"))
     deployment.plan()
-    traffic = deployment.publish_live(events, rate, seed=seed)
-    time.sleep(10)  # the generator creates the topics first
+    traffic = deployment.publish_live(events, rate, seed=seed)  # live until the last kill
     killed_at: float | None = None
     where: dict[str, int] = {}
     for number in range(kills):
@@ -83,7 +82,7 @@ def sigkills(root: Path, spark: Any, kills: int, rate: float, events: int, *, se
         outcome.injected += 1
         label = f"{kind} ({'in batch' if deployment.inside_batch() else 'between batches'})"
         where[label] = where.get(label, 0) + 1
-    final = _finish(outcome, deployment, spark, traffic.result())
+    final = _finish(outcome, deployment, spark, traffic.finish())
     if killed_at is not None and final.lost is not None:
         final.recoveries += 1  # the last kill's restart is the drain (timed only for the others)
     final.notes.insert(0, ", ".join(f"{k} {v}" for k, v in sorted(where.items())))
@@ -154,8 +153,8 @@ class OwnClickHouse:
 def clickhouse(
     root: Path, spark: Any, rate: float, events: int, *, outage_s: float = 20.0, tail_s: float = 300.0
 ) -> Outcome:
-    """``tail_s``: how long the traffic goes on after the outage (the app must have batches to fail
-    and to recover with; the run lasts at least as long as the traffic)."""
+    """The traffic lasts until the app recovered (it must have batches to fail and to recover with),
+    at most ``outage_s + tail_s`` seconds at ``rate`` (or ``events``, if more)."""
     outcome = Outcome("ClickHouse service SIGKILL + restart")
     port, user, password = free_port(), "widehouse", "fault-suite"
     server = OwnClickHouse(root / "clickhouse-server", port, user, password)
@@ -173,7 +172,6 @@ def clickhouse(
         deployment.plan()
         # traffic for the whole fault: the app must have batches to fail and to recover with
         traffic = deployment.publish_live(max(events, int(rate * (outage_s + tail_s))), rate, seed=8)
-        time.sleep(10)
         process = deployment.start()
         deployment.wait_commit_after(-1, process)
         server.kill()
@@ -188,7 +186,7 @@ def clickhouse(
             outcome.notes.append(f"outage {outage_s:.0f} s, same app process (in-process restarts)")
         except (RuntimeError, TimeoutError) as exc:
             outcome.notes.append(f"the app did not recover by itself: {exc}")
-        manifest = traffic.result()
+        manifest = traffic.finish()
         process.send_signal(signal.SIGTERM)
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=120)
@@ -271,7 +269,7 @@ def _wait_ports_free(service: Any, timeout: float) -> None:
 def disk_full(
     root: Path, spark: Any, rate: float, events: int, *, size_mb: int = 512, traffic_s: float = 420.0
 ) -> Outcome:
-    """``traffic_s``: how long the traffic lasts (through the failure and the restart after it)."""
+    """The traffic lasts through the failure and the restart after it, at most ``traffic_s`` seconds."""
     outcome = Outcome(f"state dir on a {size_mb} MB tmpfs filled up")
     mount = root / "small-fs"
     mount.mkdir(parents=True, exist_ok=True)
@@ -292,7 +290,6 @@ def disk_full(
     try:
         deployment.plan()
         traffic = deployment.publish_live(max(events, int(rate * traffic_s)), rate, seed=10)
-        time.sleep(10)
         process = deployment.start()
         deployment.wait_commit_after(-1, process)
         fill(filler)
@@ -314,7 +311,7 @@ def disk_full(
         process.send_signal(signal.SIGTERM)
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=120)
-        return _finish(outcome, deployment, spark, traffic.result())
+        return _finish(outcome, deployment, spark, traffic.finish())
     finally:
         if process is not None:
             kill(process)  # before the file system goes away under it

@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 TIMEOUT = 900.0
+LIVE_CHUNK_S = 2.0
+"""Live traffic is generated (and accounted) in chunks of this many seconds: a stop waits at most that."""
 
 
 def free_port() -> int:
@@ -123,7 +125,19 @@ class FaultDeployment:
         save_plan(the_plan, self.plan_path)
 
     # -- traffic -------------------------------------------------------------------------------
-    def publish(self, count: int, rate: float = 0, seed: int = 1, topics: str | None = None) -> Any:
+    def publish(
+        self,
+        count: int,
+        rate: float = 0,
+        seed: int = 1,
+        topics: str | None = None,
+        *,
+        traffic: Traffic | None = None,
+    ) -> Any:
+        """Publish ``count`` messages (at ``rate`` per second; 0 = at once); the manifest.
+
+        With ``traffic``: tell it when publishing starts, and end early (exactly accounted) once
+        :meth:`Traffic.finish` is called; chunks of ~``LIVE_CHUNK_S`` of traffic bound the delay."""
         from widehouse.generator.options import GenerateOptions
         from widehouse.generator.run import generate
 
@@ -135,12 +149,20 @@ class FaultDeployment:
             tenant_suffix=self.suffix,
             create_topics=True,
             topics=topics,
+            **({"chunk_size": max(1, int(rate * LIVE_CHUNK_S))} if traffic is not None and rate else {}),
         )
-        return generate(self.settings, options)
+        if traffic is None:
+            return generate(self.settings, options)
+        return generate(self.settings, options, progress=traffic.progress, stop=traffic.halt)
 
     def publish_live(self, count: int, rate: float, seed: int = 1, topics: str | None = None) -> Traffic:
-        traffic = Traffic(lambda: self.publish(count, rate, seed, topics))
+        """Start publishing in the background; returns once the producers are up (topics exist).
+
+        ``count`` is the most it sends: :meth:`Traffic.finish` ends it as soon as the scenario is done
+        with live traffic, so a generous count costs no time."""
+        traffic = Traffic(lambda: self.publish(count, rate, seed, topics, traffic=traffic))
         traffic.start()
+        traffic.wait_publishing()
         return traffic
 
     # -- the app ---------------------------------------------------------------------------------
@@ -263,12 +285,33 @@ class Traffic(threading.Thread):
         self._run = run
         self.manifest: Any = None
         self.error: BaseException | None = None
+        self.halt = threading.Event()
+        """Set by :meth:`finish`: the generator stops after the chunk it is sending."""
+        self.publishing = threading.Event()
+        """Set when the first message is about to go out (producers up, topics created)."""
 
     def run(self) -> None:
         try:
             self.manifest = self._run()
         except BaseException as exc:  # reported by result(): the caller's thread raises it
             self.error = exc
+        finally:
+            self.publishing.set()  # never leave wait_publishing() hanging on a failed start
+
+    def progress(self, _sent: int, _total: int | None, _elapsed: float) -> None:
+        self.publishing.set()
+
+    def wait_publishing(self, timeout: float = TIMEOUT) -> None:
+        """Until the generator sends (or raise its error, or TimeoutError)."""
+        if not self.publishing.wait(timeout):
+            raise TimeoutError(f"the generator did not start publishing in {timeout:.0f} s")
+        if self.error is not None:
+            raise RuntimeError(f"the generator failed: {self.error}") from self.error
+
+    def finish(self, timeout: float = TIMEOUT) -> Any:
+        """End the traffic now (after the chunk being sent) and return its manifest."""
+        self.halt.set()
+        return self.result(timeout)
 
     def result(self, timeout: float = TIMEOUT) -> Any:
         self.join(timeout)

@@ -9,8 +9,9 @@ for their scenarios; the shared services are never touched. The disk scenario mo
     python -m bench faults [--parts sigkill,clickhouse,pulsar,disk] [--kills 20] [--rate 20]
                            [--events 60000] [--keep DIR]
 
-The SIGKILL scenario injects while the traffic lasts (events / rate seconds; a restart costs 1-3 min
-on a loaded 2-core box, so give it ~3 min per kill); the others size their own traffic.
+The SIGKILL scenario's traffic lasts until its last kill, at most events / rate seconds (a restart
+costs 1-3 min on a loaded 2-core box, so allow ~3 min per kill); the others size their own traffic.
+Live traffic ends as soon as a scenario is done with it (the manifest counts what was sent).
 """
 
 from __future__ import annotations

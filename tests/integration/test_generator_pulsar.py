@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import threading
 import time
 import uuid
 from collections import Counter, defaultdict
@@ -13,6 +15,7 @@ import pytest
 
 from widehouse.catalog import Accepted, Catalog, load_catalog, parse_event
 from widehouse.catalog.semantics.fold import aggregate
+from widehouse.errors import ConfigError
 from widehouse.generator import (
     LABEL_PROPERTY,
     POLICY,
@@ -162,3 +165,57 @@ def test_publishing_needs_topics_unless_asked_to_create_them(
     options = GenerateOptions(count=10, topics="/app/click$", tenant_suffix=suffix)
     with pytest.raises(PulsarError, match="does not exist; create it with --create-topics"):
         generate(services, options, catalog)
+
+
+def test_a_stopped_run_accounts_exactly_the_chunks_it_sent(
+    services: Settings, catalog: Catalog, suffix: str
+) -> None:
+    stop = threading.Event()
+
+    def progress(sent: int, _total: int | None, _elapsed: float) -> None:
+        if sent >= 300:  # told at the start of the chunk [300, 400)
+            stop.set()
+
+    options = GenerateOptions(
+        count=5000, rate=0, seed=4, users=7, late_rate=0.1, topics="/app/click$", tenant_suffix=suffix,
+        create_topics=True, chunk_size=100,
+    )  # fmt: skip
+    manifest = generate(services, options, catalog, progress, stop=stop)
+    assert (manifest.data["run"]["stopped"], manifest.data["run"]["sent"], manifest.exact) == (
+        True,
+        400,
+        True,
+    )
+    assert manifest.counts().sent == 400
+    (published,) = [manifest.published_name(t) for t in manifest.topics]
+    messages = read_all(services, [published], 400)
+    assert len(messages) == 400  # nothing beyond the chunks sent
+    topic = catalog.topic(manifest.topics[0])
+    accepted, late = [], 0
+    for message in messages:
+        result = parse_event(
+            topic, message.data(), message.publish_timestamp(), catalog.rules, catalog.max_payload_bytes
+        )
+        if isinstance(result, Accepted) and result.late:
+            late += 1
+        elif isinstance(result, Accepted):
+            accepted.append((topic, result.key, result.event_ms, result.row))
+    assert late == manifest.counts().late > 0
+    reference = aggregate(catalog, accepted)
+    for table in manifest.tables():
+        assert diff_rows(manifest.expected_rows(table), reference[table]) == []
+
+
+def test_the_timing_margin_sets_how_stale_a_base_time_may_be(
+    services: Settings, catalog: Catalog, suffix: str
+) -> None:
+    # lateness 1 h, max delay 30 s: the default margin (5 min) allows 3,270 s behind now, 1 min 3,510 s
+    base_ms = int(time.time() * 1000) - 3_400_000
+    options = GenerateOptions(
+        count=10, rate=0, base_time_ms=base_ms, late_rate=0, bad_rate=0, topics="/app/click$",
+        tenant_suffix=suffix, create_topics=True,
+    )  # fmt: skip
+    with pytest.raises(ConfigError, match="s behind now"):
+        generate(services, options, catalog)
+    manifest = generate(services, dataclasses.replace(options, timing_margin_ms=60_000), catalog)
+    assert manifest.exact and manifest.counts().sent == manifest.counts().wide == 10

@@ -51,6 +51,10 @@ class GenerateOptions:
     """Distinct bodies per topic (field values are drawn once per variant)."""
     max_delay_ms: int = 30_000
     """Largest client-side delay between an event and its send (realistic jitter)."""
+    timing_margin_ms: int = 5 * 60_000
+    """How far publishing may fall behind schedule with good events still on time: publishing refuses
+    a base time more than lateness - ``max_delay_ms`` - this behind now. Lower it only for small
+    unpaced runs (tests that must wait for hour end + lateness in real time)."""
     tenant_suffix: str | None = None
     """Publish to ``<tenant>-<suffix>`` instead of the catalog's tenants (tests, demos)."""
     create_topics: bool = False
@@ -102,6 +106,8 @@ class GenerateOptions:
             raise ConfigError(f"--variants {self.variants} must be between 1 and 100,000")
         if not 0 <= self.max_delay_ms <= 10 * 60_000:
             raise ConfigError(f"--max-delay-ms {self.max_delay_ms} must be between 0 and 600000")
+        if not 0 <= self.timing_margin_ms <= 60 * 60_000:
+            raise ConfigError(f"timing_margin_ms {self.timing_margin_ms} must be between 0 and 3600000")
         if self.topics is not None:
             try:
                 re.compile(self.topics)

@@ -21,8 +21,6 @@ from widehouse.pulsar.topics import TopicName
 from widehouse.settings import Settings
 
 _log = logging.getLogger("widehouse.generator")
-# Good events must stay on time although publishing may fall behind schedule: keep this much margin.
-TIMING_MARGIN_MS = 5 * 60_000
 
 
 Progress = Callable[[int, int | None, float], None]
@@ -34,11 +32,21 @@ def generate(
     options: GenerateOptions,
     catalog: Catalog | None = None,
     progress: Progress | None = None,
+    *,
+    stop: threading.Event | None = None,
 ) -> Manifest:
     """Generate and (unless ``options.dry_run``) publish the traffic; return (and save) the manifest.
 
-    ``progress``: told after every chunk of messages generated (dry run) or handed to the client."""
+    ``progress``: told after every chunk of messages generated (dry run) or handed to the client.
+    ``stop``: once set, publishing ends after the chunk being sent (a paced chunk of
+    ``options.chunk_size`` messages lasts chunk_size / rate seconds); chunks are then made one at a
+    time as they are sent, so the manifest accounts exactly the messages sent (``run.stopped``)."""
     options = options.validate()
+    if stop is not None and (options.pregenerate or options.dry_run):
+        raise ConfigError(
+            f"stop needs a publishing run that makes chunks as it sends them, not pregenerate="
+            f"{options.pregenerate} dry_run={options.dry_run}"
+        )
     catalog = catalog or load_catalog(settings.schemas_dir)
     if options.tenant_suffix:
         catalog = catalog.relocated(options.tenant_suffix)
@@ -56,7 +64,7 @@ def generate(
                 progress(made, options.count, time.monotonic() - start)
         manifest = generator.manifest({"dry_run": True, "topic_names": topic_names, "exact": True})
     else:
-        manifest = _publish(settings, options, generator, topic_names, progress)
+        manifest = _publish(settings, options, generator, topic_names, progress, stop=stop)
     if options.manifest_path is not None:
         manifest.save(options.manifest_path)
     return manifest
@@ -65,7 +73,7 @@ def generate(
 def _check_base_time(base_ms: int, now_ms: int, catalog: Catalog, options: GenerateOptions) -> None:
     rules = catalog.rules
     behind = now_ms - base_ms
-    allowed = rules.lateness_ms - options.max_delay_ms - TIMING_MARGIN_MS
+    allowed = rules.lateness_ms - options.max_delay_ms - options.timing_margin_ms
     if behind > allowed:
         raise ConfigError(
             f"--base-time {iso_utc(base_ms)} is {behind // 1000} s behind now: its events would be late "
@@ -84,22 +92,33 @@ def _publish(
     generator: TrafficGenerator,
     topic_names: dict[str, str],
     progress: Progress | None = None,
+    *,
+    stop: threading.Event | None = None,
 ) -> Manifest:
     from widehouse.generator.publisher import Publisher
 
     names = [t.name for t in generator.topics]
     partitions = _partitions(settings, options, generator, names)
-    chunks: Iterable[Chunk] = list(generator.chunks()) if options.pregenerate else _background(generator)
+    chunks: Iterable[Chunk]
+    if options.pregenerate:
+        chunks = list(generator.chunks())
+    elif stop is not None:  # no chunk made ahead: each one made is sent
+        chunks = generator.chunks()
+    else:
+        chunks = _background(generator)
     publisher = Publisher(settings.pulsar, names, partitions)
     started_ms = int(time.time() * 1000)
     start = time.monotonic()
     paced = options.rate > 0
-    interrupted = False
+    interrupted = stopped = False
     try:
         total = options.count or (int(options.rate * options.duration_s) if options.duration_s else None)
         tick = None if progress is None else (lambda sent: progress(sent, total, time.monotonic() - start))
         for chunk in chunks:
             publisher.send(chunk, start if paced else None, tick)
+            if stop is not None and stop.is_set():
+                stopped = publisher.stats.sent < generator.total
+                break  # before the next chunk is made (and accounted)
         if tick is not None:
             tick(publisher.stats.sent)
     except KeyboardInterrupt:
@@ -128,6 +147,7 @@ def _publish(
             "max_lag_ms": stats.max_lag_ms,
             "exact": exact,
             "interrupted": interrupted,
+            "stopped": stopped,
             "topic_names": topic_names,
             "partitions": {str(n): p for n, p in zip(names, partitions, strict=True)},
         }

@@ -7,14 +7,16 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from widehouse.errors import ConfigError
-from widehouse.generator import GenerateOptions, diff_rows, normalize, uid_of
+from widehouse.generator import GenerateOptions, diff_rows, generate, normalize, uid_of
 from widehouse.generator.schedule import Timeline, zipf_cdf
+from widehouse.settings import Settings
 
 ROOT = Path(__file__).parents[3]
 
@@ -40,11 +42,19 @@ ROOT = Path(__file__).parents[3]
         ({"count": 10, "tenant_suffix": "Bad_Suffix"}, "--tenant-suffix"),
         ({"count": 10, "partitions": 0}, "--partitions"),
         ({"count": 10, "base_time_ms": -5}, "--base-time"),
+        ({"count": 10, "timing_margin_ms": -1}, "timing_margin_ms -1"),
     ],
 )
 def test_bad_options_name_the_option(options: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
         GenerateOptions(**options).validate()
+
+
+@pytest.mark.parametrize("options", [{"dry_run": True}, {"pregenerate": True}])
+def test_stop_is_refused_where_chunks_are_made_ahead(options: dict[str, Any], settings: Settings) -> None:
+    # checked before anything is generated or published (no Pulsar needed)
+    with pytest.raises(ConfigError, match=f"not pregenerate={options.get('pregenerate', False)}"):
+        generate(settings, GenerateOptions(count=10, **options), stop=threading.Event())
 
 
 def test_duration_and_bursts_give_the_message_count() -> None:
