@@ -8,11 +8,12 @@ that changes session state (``SET``, ``USE``) or one that returns a result set.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 RESULT_KEYWORDS = frozenset({"SELECT", "WITH", "SHOW", "DESCRIBE", "DESC", "EXISTS", "EXPLAIN", "CHECK", "("})
 SESSION_KEYWORDS = frozenset({"SET", "USE"})
-_NOT_STREAMED = frozenset({"VALUES", "SELECT", "WITH"})
+_NOT_STREAMED = frozenset({b"VALUES", b"SELECT", b"WITH"})
 _TRAILING_FORMAT = re.compile(rb"\bFORMAT\s+(\w+)\s*;?\s*$", re.IGNORECASE)
 _WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 _SPACE = b" \t\r\n\f\v"
@@ -59,32 +60,13 @@ def split_insert(head: bytes, complete: bool) -> InsertSplit | str | None:
         return NEED_MORE
     if word is None or word.group().upper() != b"INSERT":
         return None
-    depth, i, n = 0, 0, len(head)
-    while True:
-        i = _skip_space_and_comments(head, i)
-        if i >= n:
-            return None if complete else NEED_MORE
-        char = head[i : i + 1]
-        if char in (b"'", b'"', b"`"):
-            end = _quoted_end(head, i)
-            if end < 0:
-                return None if complete else NEED_MORE
-            i = end
-            continue
-        if char in (b"(", b")"):
-            depth += 1 if char == b"(" else -1
-            i += 1
-            continue
-        word = _WORD.match(head, i)
-        if word is None:
-            i += 1
-            continue
-        name = word.group().decode().upper()
-        i = word.end()
-        if depth == 0 and name in _NOT_STREAMED:
+    for top in _top_level_words(head, 0):
+        name = top.group().upper()
+        if name in _NOT_STREAMED:
             return None
-        if depth == 0 and name == "FORMAT":
-            return _format_clause(head, word.start(), i, complete)
+        if name == b"FORMAT":
+            return _format_clause(head, top.start(), top.end(), complete)
+    return None if complete else NEED_MORE
 
 
 def values_start(sql: bytes) -> int | None:
@@ -93,17 +75,30 @@ def values_start(sql: bytes) -> int | None:
     word = _WORD.match(sql, start)
     if word is None or word.group().upper() != b"INSERT":
         return None
-    depth, i, n = 0, word.end(), len(sql)
+    for top in _top_level_words(sql, word.end()):
+        name = top.group().upper()
+        if name in (b"SELECT", b"WITH", b"FORMAT"):
+            return None
+        if name == b"VALUES":
+            return top.start()
+    return None
+
+
+def _top_level_words(sql: bytes, i: int) -> Iterator[re.Match[bytes]]:
+    """The words of ``sql`` from ``i`` on that stand outside parentheses, quotes and comments.
+
+    Ends at the end of ``sql`` or at a quote that is not closed (the caller decides what that means).
+    """
+    depth, n = 0, len(sql)
     while True:
         i = _skip_space_and_comments(sql, i)
         if i >= n:
-            return None
+            return
         char = sql[i : i + 1]
         if char in (b"'", b'"', b"`"):
-            end = _quoted_end(sql, i)
-            if end < 0:
-                return None
-            i = end
+            i = _quoted_end(sql, i)
+            if i < 0:
+                return
             continue
         if char in (b"(", b")"):
             depth += 1 if char == b"(" else -1
@@ -113,12 +108,9 @@ def values_start(sql: bytes) -> int | None:
         if word is None:
             i += 1
             continue
-        name = word.group().upper()
-        if depth == 0 and name in (b"SELECT", b"WITH", b"FORMAT"):
-            return None
-        if depth == 0 and name == b"VALUES":
-            return word.start()
         i = word.end()
+        if depth == 0:
+            yield word
 
 
 def _format_clause(head: bytes, keyword_start: int, i: int, complete: bool) -> InsertSplit | str | None:
