@@ -1,7 +1,7 @@
 """A trailing newline never passes as part of a name (issue 16 item 7).
 
 ``re.match`` with a pattern ending in ``$`` accepts ``"name\\n"``: ``$`` also matches just before a
-final newline. Every identifier check outside settings.py uses ``fullmatch``; one test per place.
+final newline. Every identifier check outside the settings package uses ``fullmatch``; one test per place.
 """
 
 from __future__ import annotations

@@ -373,7 +373,7 @@ def test_the_default_dsn_is_the_local_service() -> None:
     ("name", "value", "expected"),
     [
         ("WIDEHOUSE_PULSAR_BROKER_PORT", "70000", "between 1 and 65535"),
-        ("WIDEHOUSE_PULSAR_BROKER_PORT", "abc", "invalid literal"),
+        ("WIDEHOUSE_PULSAR_BROKER_PORT", "abc", "is invalid: is not an integer"),
         ("WIDEHOUSE_CLICKHOUSE_PORT", "99999", "between 1 and 65535"),
         ("WIDEHOUSE_PULSAR_SERVICE_URL", "http://x:6650", "scheme must be one of pulsar, pulsar+ssl"),
         ("WIDEHOUSE_PULSAR_SERVICE_URL", "pulsar://:6650", "missing host"),

@@ -12,10 +12,11 @@ Periods are UTC: ``hour = floor(event_ms / 3_600_000)`` and ``day = floor(event_
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
+
+from widehouse.contracts import values
 
 HOUR_MS = 3_600_000
 DAY_MS = 86_400_000
@@ -73,17 +74,13 @@ def iso_utc(epoch_ms: int) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-_DURATION_RE = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d)\s*$")
-_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": HOUR_MS, "d": DAY_MS}
-
-
 def parse_duration_ms(text: object) -> int:
-    """``"90s"``, ``"5m"``, ``"1h"``, ``"7d"``, ``"250ms"`` -> milliseconds; ValueError otherwise."""
+    """``"90s"``, ``"5m"``, ``"1h"``, ``"7d"``, ``"250ms"`` -> milliseconds; ValueError otherwise.
+
+    The text is read by :func:`widehouse.contracts.values.parse_duration_ms`, with a unit required.
+    """
     if isinstance(text, bool) or not isinstance(text, str | int):
         raise ValueError(f"{text!r} is not a duration such as 90s, 5m, 1h or 7d")
     if isinstance(text, int):
         raise ValueError(f"{text!r} has no unit; write e.g. {text}s or {text}m")
-    match = _DURATION_RE.match(text)
-    if not match:
-        raise ValueError(f"{text!r} is not a duration such as 90s, 5m, 1h or 7d")
-    return int(match.group(1)) * _UNIT_MS[match.group(2)]
+    return int(values.parse_duration_ms(text, bare_unit=None))

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import re
 from collections.abc import Callable
 from typing import Any
 
 from widehouse.commands.table import render
+from widehouse.contracts import values
 from widehouse.errors import ConfigError
 from widehouse.planner import (
     Plan,
@@ -28,55 +28,36 @@ from widehouse.planner import (
 from widehouse.planner.replan import LiveSelection, gather_traffic, replan
 from widehouse.settings import Settings
 
-_RATE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKMG]?)(?:B(?:/s)?)?\s*$")
-_SCALE = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
 
-
+@values.for_argparse
 def _rate(text: str) -> float:
-    match = _RATE_RE.match(text)
-    if not match:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a rate; use bytes/s such as 20000000, 20M or 20MB")
-    value = float(match.group(1)) * _SCALE[match.group(2)]
+    value = values.parse_bytes(text, problem="is not a rate; use bytes/s such as 20000000, 20M or 20MB")
     if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be > 0")
+        raise values.ValueTextError(text, "must be > 0")
     return value
 
 
+@values.for_argparse
 def _bytes(text: str) -> float:
-    match = _RATE_RE.match(text)
-    if not match:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of bytes")
-    return float(match.group(1)) * _SCALE[match.group(2)]
+    return values.parse_bytes(text)
 
 
+@values.for_argparse
 def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    value = values.parse_float(text)
     if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be in (0, 1]")
+        raise values.ValueTextError(text, "must be in (0, 1]")
     return value
 
 
+@values.for_argparse
 def _non_negative(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} must be >= 0")
-    return value
+    return values.parse_float(text, minimum=0)
 
 
+@values.for_argparse
 def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
-    return value
+    return values.parse_int(text, minimum=1)
 
 
 # flag, PlannerSettings field, parser, help

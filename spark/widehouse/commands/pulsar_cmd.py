@@ -16,11 +16,11 @@ Both scan ``--namespace`` (repeatable; default: every namespace of every tenant)
 from __future__ import annotations
 
 import argparse
-import re
 import time
 from typing import Any
 
 from widehouse.commands.table import render
+from widehouse.contracts import values
 from widehouse.errors import ConfigError
 from widehouse.pulsar.topics import TopicName
 from widehouse.settings import Settings
@@ -28,16 +28,11 @@ from widehouse.source.broker import BrokerView
 from widehouse.source.cleanup import all_namespaces, cleanup, scan
 from widehouse.source.subscriptions import DEFAULT_PREFIX
 
-_DURATION_RE = re.compile(r"^(\d+(?:\.\d+)?)([smhd]?)$")
-_UNIT_S = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
-
+@values.for_argparse
 def parse_duration(text: str) -> float:
-    """``90``, ``90s``, ``30m``, ``24h``, ``7d`` in seconds."""
-    match = _DURATION_RE.match(text.strip())
-    if not match:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration such as 30m, 24h or 7d")
-    return float(match.group(1)) * _UNIT_S[match.group(2)]
+    """``90``, ``90s``, ``30m``, ``24h``, ``7d`` (a bare number is seconds) in seconds."""
+    return values.parse_duration_ms(text.strip(), bare_unit="s") / 1000
 
 
 def register(subparsers: Any) -> None:

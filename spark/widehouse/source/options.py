@@ -1,7 +1,10 @@
 """Options of the ``pulsar`` source: parsed and validated once, into a frozen, picklable object.
 
 Every error names the option and its value. Spark hands options over case-insensitively; names
-below are the canonical camelCase.
+below are the canonical camelCase. Booleans, integers and durations are read by
+:mod:`widehouse.contracts.values` (the same text means the same value as in the settings and the CLI:
+booleans ``true/false``, ``1/0``, ``yes/no``, ``on/off``; durations ``500ms``, ``30s``, ``10m``,
+``1h``, ``7d``, a bare number being milliseconds).
 
 - ``topics``: comma-separated full topic names (a ``-partition-N`` name reads one partition); or
   ``topicsPattern`` + ``namespaces``: a regex over the topics of those namespaces
@@ -37,9 +40,11 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
+from widehouse.contracts import values
 from widehouse.errors import ConfigError, PulsarError
 from widehouse.pulsar.positions import EARLIEST, Mark, TopicPartition
 from widehouse.pulsar.topics import TopicName
@@ -49,6 +54,8 @@ from widehouse.source.broker import TopicSelector
 from widehouse.source.handover import parse_marks
 from widehouse.source.offsets import LATEST, OffsetSpec, parse_offset_spec
 from widehouse.source.subscriptions import DEFAULT_PREFIX, validate_app_id
+
+T = TypeVar("T")
 
 KNOWN = (
     "topics",
@@ -82,8 +89,6 @@ KNOWN = (
     "schema",
 )
 _CANONICAL = {k.lower(): k for k in KNOWN}
-_DURATION_RE = re.compile(r"^\s*(\d+)\s*(ms|s|sec|m|min|h)?\s*$", re.IGNORECASE)
-_UNITS_MS = {None: 1, "ms": 1, "s": 1000, "sec": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000}
 NO_LIMIT = 1 << 62
 """A ReadMaxRows this large means "no total budget" (per-topic caps still apply)."""
 
@@ -172,34 +177,27 @@ class _Opts:
         raw = self.get(name)
         if raw is None:
             return default
-        try:
-            number = int(raw)
-        except ValueError as exc:
-            raise ConfigError(f"option {name}={raw!r} is not an integer") from exc
-        if number < minimum:
-            raise ConfigError(f"option {name}={raw!r} must be >= {minimum}")
-        return number
+        return _checked(values.parse_int, raw, f"option {name}", minimum=minimum)
 
     def boolean(self, name: str, default: bool) -> bool:
         raw = self.get(name)
         if raw is None:
             return default
-        lowered = raw.lower()
-        if lowered in {"true", "1", "yes"}:
-            return True
-        if lowered in {"false", "0", "no"}:
-            return False
-        raise ConfigError(f"option {name}={raw!r} must be true or false")
+        return _checked(values.parse_bool, raw, f"option {name}")
 
     def duration_ms(self, name: str, default: int) -> int:
         raw = self.get(name)
         if raw is None:
             return default
-        match = _DURATION_RE.match(raw)
-        if not match:
-            raise ConfigError(f"option {name}={raw!r} is not a duration (e.g. 500ms, 30s, 10m, 1h)")
-        unit = match.group(2).lower() if match.group(2) else None
-        return int(match.group(1)) * _UNITS_MS[unit]
+        return int(_checked(values.parse_duration_ms, raw, f"option {name}"))
+
+
+def _checked(parse: Callable[..., T], raw: str, name: str, **bounds: int) -> T:
+    """``parse(raw)`` with a bad value raised as a :class:`ConfigError` naming the option."""
+    try:
+        return parse(raw, name, **bounds)
+    except values.ValueTextError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def parse_options(

@@ -6,7 +6,8 @@ Columns: ``value`` (binary or string, required; null sends a null value), and op
 yields) are ignored, so a frame read with the source can be written back; any other column is an
 error (a typo such as ``__topics`` would otherwise be dropped silently).
 
-Options (case-insensitive; every error names the option and value):
+Options (case-insensitive; every error names the option and value; booleans and integers are read
+by :mod:`widehouse.contracts.values`, as in the source and the settings):
 
 - ``topic``: the topic of rows without a ``__topic`` column (or where it is null).
 - ``serviceUrl``, ``adminUrl``, ``authToken``: default to the settings (``WIDEHOUSE_PULSAR_*``).
@@ -28,6 +29,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from widehouse.contracts.values import ValueTextError, parse_bool, parse_int
 from widehouse.errors import ConfigError, PulsarError
 from widehouse.pulsar.topics import TopicName
 from widehouse.settings import PulsarSettings, mask_url
@@ -157,25 +159,21 @@ def _pulsar(values: dict[str, str], defaults: PulsarSettings | None) -> PulsarSe
     )
 
 
-def _boolean(values: dict[str, str], name: str, default: bool) -> bool:
-    raw = values.get(name)
-    if raw is None:
-        return default
-    if raw.lower() in {"true", "1", "yes"}:
-        return True
-    if raw.lower() in {"false", "0", "no"}:
-        return False
-    raise ConfigError(f"option {name}={raw!r} must be true or false")
-
-
-def _integer(values: dict[str, str], name: str, default: int, minimum: int) -> int:
-    raw = values.get(name)
+def _boolean(options: dict[str, str], name: str, default: bool) -> bool:
+    raw = options.get(name)
     if raw is None:
         return default
     try:
-        number = int(raw)
-    except ValueError as exc:
-        raise ConfigError(f"option {name}={raw!r} is not an integer") from exc
-    if number < minimum:
-        raise ConfigError(f"option {name}={raw!r} must be >= {minimum}")
-    return number
+        return parse_bool(raw, f"option {name}")
+    except ValueTextError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _integer(options: dict[str, str], name: str, default: int, minimum: int) -> int:
+    raw = options.get(name)
+    if raw is None:
+        return default
+    try:
+        return parse_int(raw, f"option {name}", minimum=minimum)
+    except ValueTextError as exc:
+        raise ConfigError(str(exc)) from None

@@ -1,0 +1,311 @@
+"""The frozen config objects: one per group of variables, and :class:`Settings` holding them all."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from widehouse.errors import ConfigError
+from widehouse.settings.defaults import _local_clickhouse_url
+from widehouse.settings.masking import MASK, is_secret_key, mask_url
+from widehouse.settings.table import _default
+
+
+def _masked_repr(obj: Any, **masked: object) -> str:
+    """The dataclass repr of ``obj`` with ``masked`` values shown instead of the real ones."""
+    shown = (
+        f"{f.name}={masked[f.name] if f.name in masked else getattr(obj, f.name)!r}"
+        for f in dataclasses.fields(obj)
+        if f.repr or f.name in masked
+    )
+    return f"{type(obj).__name__}({', '.join(shown)})"
+
+
+@dataclass(frozen=True)
+class PulsarSettings:
+    service_url: str = field(repr=False)
+    admin_url: str = field(repr=False)
+    auth_token: str | None = field(default=_default("pulsar.auth_token"), repr=False)
+
+    @property
+    def display_service_url(self) -> str:
+        """The service URL with any credentials masked, for logs, errors and status output."""
+        return mask_url(self.service_url)
+
+    @property
+    def display_admin_url(self) -> str:
+        """The admin URL with any credentials masked, for logs, errors and status output."""
+        return mask_url(self.admin_url)
+
+    def __repr__(self) -> str:
+        return _masked_repr(
+            self,
+            service_url=self.display_service_url,
+            admin_url=self.display_admin_url,
+            auth_token=MASK if self.auth_token else None,
+        )
+
+
+@dataclass(frozen=True)
+class ClickHouseSettings:
+    dsn: str = field(repr=False)
+    database: str = _default("clickhouse.database")
+
+    @property
+    def embedded(self) -> bool:
+        """True for the in-process chDB engine, False for a ClickHouse server."""
+        return self.dsn.startswith("chdb:")
+
+    @property
+    def display_dsn(self) -> str:
+        """The DSN with any password masked, for logs and status output."""
+        return mask_url(self.dsn)
+
+    def __repr__(self) -> str:
+        return _masked_repr(self, dsn=self.display_dsn)
+
+
+@dataclass(frozen=True)
+class DeltaSettings:
+    root: str
+
+    def path(self, *parts: str) -> str:
+        """Join a table path under the root (works for local paths and URIs alike)."""
+        return "/".join([self.root.rstrip("/"), *parts])
+
+
+@dataclass(frozen=True)
+class HBaseSettings:
+    host: str
+    port: int
+    timeout_ms: int = _default("hbase.timeout_ms")
+    salt_buckets: int = _default("hbase.salt_buckets")
+    table_prefix: str = _default("hbase.table_prefix")
+    zookeeper: str = field(default="127.0.0.1:2181", kw_only=True)
+    """ZooKeeper quorum ``host:port[,host:port]``, for the admin tool that pre-splits day tables."""
+
+
+@dataclass(frozen=True)
+class HiveSettings:
+    metastore_uri: str | None = field(repr=False)
+    warehouse_dir: str
+    metastore_db_dir: str
+    """Directory of the embedded Derby metastore (used only when metastore_uri is None)."""
+
+    def __repr__(self) -> str:
+        uri = self.metastore_uri
+        return _masked_repr(self, metastore_uri=mask_url(uri) if uri else uri)
+
+
+@dataclass(frozen=True)
+class SparkSettings:
+    master: str = _default("spark.master")
+    shuffle_partitions: int = _default("spark.shuffle_partitions")
+    ui_enabled: bool = _default("spark.ui_enabled")
+    driver_memory: str = _default("spark.driver_memory")
+    jars: tuple[str, ...] = field(kw_only=True)
+    extra_conf: tuple[tuple[str, str], ...] = field(default=_default("spark.extra_conf"), repr=False)
+    local_dir: str | None = field(kw_only=True)
+
+    @property
+    def is_local(self) -> bool:
+        return self.master.startswith("local")
+
+    @property
+    def display_conf(self) -> tuple[tuple[str, str], ...]:
+        """``extra_conf`` with the values of credential-like keys (``...secret.key``) masked."""
+        return tuple((k, MASK if is_secret_key(k) else mask_url(v)) for k, v in self.extra_conf)
+
+    def __repr__(self) -> str:
+        return _masked_repr(self, master=mask_url(self.master), extra_conf=self.display_conf)
+
+
+@dataclass(frozen=True)
+class LocalServicesSettings:
+    """Ports, heaps and paths of the services `widehouse services` runs on loopback.
+
+    ``java_home`` None means the ``java`` on PATH (what the table's default gives without JAVA_HOME).
+    """
+
+    state_dir: Path
+    vendor_dir: Path
+    java_home: str | None = field(default=None, kw_only=True)
+    pulsar_broker_port: int = _default("local.pulsar_broker_port")
+    pulsar_web_port: int = _default("local.pulsar_web_port")
+    pulsar_heap: str = _default("local.pulsar_heap")
+    pulsar_direct_memory: str = _default("local.pulsar_direct_memory")
+    hbase_zk_port: int = _default("local.hbase_zk_port")
+    hbase_master_port: int = _default("local.hbase_master_port")
+    hbase_master_info_port: int = _default("local.hbase_master_info_port")
+    hbase_regionserver_port: int = _default("local.hbase_regionserver_port")
+    hbase_heap: str = _default("local.hbase_heap")
+    hbase_thrift_port: int = _default("local.hbase_thrift_port")
+    hbase_thrift_info_port: int = _default("local.hbase_thrift_info_port")
+    hbase_thrift_heap: str = _default("local.hbase_thrift_heap")
+    start_timeout: float = _default("local.start_timeout")
+    clickhouse_port: int = _default("local.clickhouse_port")
+    clickhouse_user: str = _default("local.clickhouse_user")
+    clickhouse_password: str | None = field(default=None, repr=False)
+    """None until ``widehouse services up`` generated one (or WIDEHOUSE_CLICKHOUSE_PASSWORD sets it)."""
+    clickhouse_handles: int = _default("local.clickhouse_handles")
+
+    @property
+    def clickhouse_url(self) -> str:
+        """URL of the local ClickHouse server, with its credentials (mask it before showing it)."""
+        return _local_clickhouse_url(self.clickhouse_user, self.clickhouse_password, self.clickhouse_port)
+
+
+@dataclass(frozen=True)
+class PlannerSettings:
+    """Knobs of the slot planner (:mod:`widehouse.planner` documents the model).
+
+    Loads are bytes/s equivalents: ``byte_rate + msg_rate * message_cost``. Construction validates
+    every field and raises :class:`ConfigError` naming it.
+    """
+
+    slot_capacity: float = _default("planner.slot_capacity")
+    """Load one core carries (bytes/s equivalent); to be calibrated by the benchmarks."""
+    message_cost: float = _default("planner.message_cost")
+    """Bytes charged per message on top of its size."""
+    target_fill: float = _default("planner.target_fill")
+    """Packed groups are filled to ``target_fill * slot_capacity``; isolated topics get cores to match."""
+    isolation: float = _default("planner.isolation")
+    """Topics heavier than ``isolation * slot_capacity`` get a group of their own."""
+    partition_capacity: float = _default("planner.partition_capacity")
+    """Load one Pulsar partition is planned to carry."""
+    max_partitions: int = _default("planner.max_partitions")
+    """Most partitions planned for a topic (a topic that already has more keeps them)."""
+    max_group_topics: int = _default("planner.max_group_topics")
+    """Most topics in one packed group."""
+    imbalance: float = _default("planner.imbalance")
+    """Drift tolerated before a replan moves topics (over the target load, over the fewest groups)."""
+    smoothing: int = _default("planner.smoothing")
+    """Live traffic: median of the last ``smoothing`` observations."""
+
+    def __post_init__(self) -> None:
+        checks: tuple[tuple[str, bool, str], ...] = (
+            ("slot_capacity", self.slot_capacity > 0, "must be > 0"),
+            ("message_cost", self.message_cost >= 0, "must be >= 0"),
+            ("target_fill", 0 < self.target_fill <= 1, "must be in (0, 1]"),
+            ("isolation", 0 < self.isolation <= 1, "must be in (0, 1]"),
+            ("partition_capacity", self.partition_capacity > 0, "must be > 0"),
+            ("max_partitions", self.max_partitions >= 1, "must be >= 1"),
+            ("max_group_topics", self.max_group_topics >= 1, "must be >= 1"),
+            ("imbalance", self.imbalance >= 0, "must be >= 0"),
+            ("smoothing", self.smoothing >= 1, "must be >= 1"),
+        )
+        for name, ok, rule in checks:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                raise ConfigError(f"planner setting {name}={value!r} must be a finite number")
+            if not ok:
+                raise ConfigError(f"planner setting {name}={value!r} {rule}")
+        if self.isolation > self.target_fill:
+            raise ConfigError(
+                f"planner setting isolation={self.isolation!r} must be <= target_fill={self.target_fill!r}: "
+                "a topic too heavy to pack under the target fill has to be isolated"
+            )
+
+
+@dataclass(frozen=True)
+class StreamSettings:
+    """Knobs of the streaming wide-table job (per app; a slot group is one query of it)."""
+
+    app: str = _default("stream.app")
+    tenant_suffix: str | None = _default("stream.tenant_suffix")
+    """Topics live in ``<tenant>-<suffix>`` instead of the catalog's tenants (see Catalog.relocated)."""
+    checkpoint_root: str = field(kw_only=True)
+    trigger_seconds: float = _default("stream.trigger_seconds")
+    max_messages: int = _default("stream.max_messages")
+    sinks: tuple[str, ...] = _default("stream.sinks")
+    stop_grace_seconds: float = _default("stream.stop_grace_seconds")
+    max_restarts: int = _default("stream.max_restarts")
+    restart_backoff_s: float = _default("stream.restart_backoff_s")
+    restart_backoff_max_s: float = _default("stream.restart_backoff_max_s")
+    dead_letter: bool = _default("stream.dead_letter")
+    """Forward quarantined messages to ``<topic>-DLQ`` (:mod:`widehouse.stream.deadletter`)."""
+    control_topic: str | None = _default("stream.control_topic")
+    """Where groups publish committed watermarks (:mod:`widehouse.stream.control`); None: nowhere."""
+
+    def __post_init__(self) -> None:
+        if self.restart_backoff_s > self.restart_backoff_max_s:
+            raise ConfigError(
+                f"WIDEHOUSE_STREAM_RESTART_BACKOFF_SECONDS={self.restart_backoff_s!r} must be <= "
+                f"WIDEHOUSE_STREAM_RESTART_BACKOFF_MAX_SECONDS={self.restart_backoff_max_s!r} (its cap)"
+            )
+
+    def checkpoint(self, group: str) -> str:
+        """Checkpoint location of one slot group."""
+        return f"{self.checkpoint_root.rstrip('/')}/{self.app}/{group}"
+
+
+@dataclass(frozen=True)
+class AirflowSettings:
+    """The local Airflow `widehouse airflow up` runs (API server, scheduler, DAG processor, triggerer)."""
+
+    home: Path
+    dags_dir: Path
+    connections_file: Path | None = field(kw_only=True)
+    port: int = _default("airflow.port")
+    worker_log_port: int = _default("airflow.worker_log_port")
+    triggerer_log_port: int = _default("airflow.triggerer_log_port")
+    user: str = _default("airflow.user")
+    password: str | None = field(default=None, repr=False)
+    """None until ``widehouse airflow up`` generated one (or WIDEHOUSE_AIRFLOW_PASSWORD sets it)."""
+    start: dt.datetime = field(default=_default("airflow.start"))
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+@dataclass(frozen=True)
+class SupervisorSettings:
+    """How the streams supervisor runs slot groups and when it restarts them."""
+
+    mode: str = _default("supervisor.mode")
+    stale_seconds: float = _default("supervisor.stale_seconds")
+    startup_seconds: float = _default("supervisor.startup_seconds")
+    backoff_seconds: float = _default("supervisor.backoff_seconds")
+    backoff_max_seconds: float = _default("supervisor.backoff_max_seconds")
+    max_failures: int = _default("supervisor.max_failures")
+    spark_submit: str = _default("supervisor.spark_submit")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a Widehouse process needs to know about its environment."""
+
+    state_dir: Path
+    schemas_dir: Path
+    pulsar: PulsarSettings
+    clickhouse: ClickHouseSettings
+    delta: DeltaSettings
+    hbase: HBaseSettings
+    hive: HiveSettings
+    spark: SparkSettings
+    local: LocalServicesSettings
+    planner: PlannerSettings
+    stream: StreamSettings
+    airflow: AirflowSettings
+    supervisor: SupervisorSettings
+
+
+_GROUPS: dict[str, Callable[..., Any]] = {
+    "pulsar": PulsarSettings,
+    "clickhouse": ClickHouseSettings,
+    "delta": DeltaSettings,
+    "hbase": HBaseSettings,
+    "hive": HiveSettings,
+    "spark": SparkSettings,
+    "local": LocalServicesSettings,
+    "planner": PlannerSettings,
+    "stream": StreamSettings,
+    "airflow": AirflowSettings,
+    "supervisor": SupervisorSettings,
+}
