@@ -7,10 +7,9 @@ routed to partitions), each the median of ``--runs``:
 - publish: sending pre-serialized chunks (``widehouse generate --pregenerate``'s send phase);
 - end to end: ``generate()`` as the CLI runs it (generation interleaved with sending, unpaced).
 
-``--python-logger`` adds the publish phase with the pulsar-client's default logging bridge, to show
-what the native C++ logger saves. Topics live in a throw-away tenant suffix and are deleted after.
+Topics live in a throw-away tenant suffix and are deleted after.
 
-    python -m bench generator [--count 300000] [--runs 3] [--python-logger]
+    python -m bench generator [--count 300000] [--runs 3]
 """
 
 from __future__ import annotations
@@ -45,15 +44,13 @@ def _generate_only(settings: Settings, count: int) -> float:
     return count / (time.perf_counter() - start)
 
 
-def _publish_only(settings: Settings, count: int, suffix: str, native_logger: bool) -> float:
+def _publish_only(settings: Settings, count: int, suffix: str) -> float:
     catalog = load_catalog(settings.schemas_dir).relocated(suffix)
     generator = TrafficGenerator(catalog, _options(count, suffix))
     chunks = list(generator.chunks())
     with PulsarAdmin(settings.pulsar) as admin:
         partitions = [admin.ensure_partitions(t.name, t.traffic.partitions) for t in generator.topics]
-    publisher = Publisher(
-        settings.pulsar, [t.name for t in generator.topics], partitions, native_logger=native_logger
-    )
+    publisher = Publisher(settings.pulsar, [t.name for t in generator.topics], partitions)
     start = time.perf_counter()
     for chunk in chunks:
         publisher.send(chunk, None)
@@ -80,9 +77,6 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--runs", type=int, default=3, help="runs per phase; the median is reported (default 3)"
     )
-    parser.add_argument(
-        "--python-logger", action="store_true", help="also publish with the Python logging bridge"
-    )
     args = parser.parse_args(argv)
     settings = load_settings()
     suffix = f"bench{uuid.uuid4().hex[:6]}"
@@ -91,23 +85,16 @@ def main(argv: list[str]) -> int:
         "publish pre-serialized": [],
         "end to end": [],
     }
-    if args.python_logger:
-        phases["publish, Python logger bridge"] = []
     try:
         for run in range(args.runs):
             phases["generate (no Pulsar)"].append(_generate_only(settings, args.count))
-            phases["publish pre-serialized"].append(
-                _publish_only(settings, args.count, f"{suffix}p{run}", True)
-            )
-            if args.python_logger:
-                rate = _publish_only(settings, args.count, f"{suffix}l{run}", False)
-                phases["publish, Python logger bridge"].append(rate)
+            phases["publish pre-serialized"].append(_publish_only(settings, args.count, f"{suffix}p{run}"))
             phases["end to end"].append(_end_to_end(settings, args.count, f"{suffix}e{run}"))
-            for kind in "ple":
+            for kind in "pe":
                 drop_tenants(settings.pulsar, [f"{suffix}{kind}{run}"])
     finally:
         for run in range(args.runs):
-            for kind in "ple":
+            for kind in "pe":
                 drop_tenants(settings.pulsar, [f"{suffix}{kind}{run}"])
     rows = [
         (name, statistics.median(rates), min(rates), max(rates)) for name, rates in phases.items() if rates

@@ -22,12 +22,13 @@ import datetime as dt
 from airflow.sdk import Asset, dag, task
 
 from widehouse.catalog import load_catalog
+from widehouse.contracts.identity import final_asset_uri
 from widehouse.orchestration import dagdefaults
 from widehouse.orchestration.params import hourly_tables
 
 
 def final_asset(table: str) -> Asset:
-    return Asset(name=f"{table}_final", uri=f"widehouse://final/{table}")
+    return Asset(name=f"{table}_final", uri=final_asset_uri(table))
 
 
 @dag(

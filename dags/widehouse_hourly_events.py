@@ -23,6 +23,7 @@ from airflow.sdk import Asset, AssetWatcher, dag, task
 from airflow.sdk.definitions.asset import AssetAny
 
 from widehouse.catalog import load_catalog
+from widehouse.contracts.identity import final_asset_uri, watermark_asset_uri
 from widehouse.orchestration import dagdefaults
 from widehouse.orchestration.params import hourly_tables
 from widehouse.orchestration.pulsar_trigger import PulsarWatermarkTrigger
@@ -32,7 +33,7 @@ def watermark_asset(table: str) -> Asset:
     trigger = PulsarWatermarkTrigger(table=table, start_hour=dagdefaults.start().isoformat())
     return Asset(
         name=f"{table}_watermark",
-        uri=f"widehouse://watermark/{table}",
+        uri=watermark_asset_uri(table),
         watchers=[AssetWatcher(name=f"{table}_watermark_events", trigger=trigger)],
     )
 
@@ -53,7 +54,7 @@ WATCHED = [watermark_asset(t) for t in TABLES]
 )
 def widehouse_hourly_events() -> None:
     for table in TABLES:
-        final = Asset(name=f"{table}_final", uri=f"widehouse://final/{table}")
+        final = Asset(name=f"{table}_final", uri=final_asset_uri(table))
 
         @task(task_id=f"finalize_{table}", outlets=[final], execution_timeout=dt.timedelta(hours=1))
         def finalize(

@@ -25,6 +25,7 @@ import datetime as dt
 from airflow.sdk import Asset, Param, dag, task
 
 from widehouse.catalog import load_catalog
+from widehouse.contracts.identity import final_asset_uri
 from widehouse.orchestration import dagdefaults, params
 
 CATALOG = load_catalog(dagdefaults.schemas_dir())
@@ -49,7 +50,7 @@ def _params(specs: dict[str, dict[str, object]]) -> dict[str, Param]:
     **COMMON,
 )
 def widehouse_refinalize() -> None:
-    outlets = [Asset(name=f"{t}_final", uri=f"widehouse://final/{t}") for t in params.hourly_tables(CATALOG)]
+    outlets = [Asset(name=f"{t}_final", uri=final_asset_uri(t)) for t in params.hourly_tables(CATALOG)]
 
     @task(outlets=outlets, execution_timeout=dt.timedelta(hours=6))
     def refinalize(params: dict[str, object] | None = None, outlet_events: object = None) -> list[str]:

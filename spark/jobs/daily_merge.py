@@ -2,9 +2,10 @@
 
     spark-submit spark/jobs/daily_merge.py --day 2026-11-22 [--table user_daily] [--salt-buckets 16]
 
-argparse -> settings -> widehouse.batch.daily.run_daily_job -> exit code; the same as
-``widehouse daily`` (0 published, 2 bad input or missing Hive partition, 5 busy: another run holds
-the day, 1 failure; nothing published unless 0).
+argparse -> settings -> :func:`widehouse.batch.jobs.daily` (the use case
+:func:`widehouse.batch.daily.spark.run_daily_job`) -> exit code; the same as ``widehouse daily``
+(0 published, 2 bad input or missing Hive partition, 5 busy: another run holds the day, 1 failure;
+nothing published unless 0).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import argparse
 import logging
 import sys
 
-from widehouse.commands.daily_cmd import add_daily_arguments, daily
+from widehouse.batch.jobs import add_daily_arguments, daily
 from widehouse.errors import ConfigError, WidehouseError
 from widehouse.settings import load_settings
 

@@ -2,9 +2,10 @@
 
     spark-submit spark/jobs/finalize_hour.py --table user_hourly --hour 2026-11-22T09 [--force]
 
-argparse -> settings -> widehouse.batch.spark.run_finalize -> exit code; the same as
-``widehouse finalize`` (0 done, 2 bad input, 3 not ready, 4 reconciliation mismatch, 5 busy: another
-run is publishing the hour, 1 failure).
+argparse -> settings -> :func:`widehouse.batch.jobs.finalize` (the use case
+:func:`widehouse.batch.spark.run_finalize`) -> exit code; the same as ``widehouse finalize`` (0 done,
+2 bad input, 3 not ready, 4 reconciliation mismatch, 5 busy: another run is publishing the hour,
+1 failure).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import argparse
 import logging
 import sys
 
-from widehouse.commands.batch_cmd import add_finalize_arguments, finalize
+from widehouse.batch.jobs import add_finalize_arguments, finalize
 from widehouse.errors import ConfigError, WidehouseError
 from widehouse.settings import load_settings
 

@@ -4,7 +4,7 @@
     python spark/jobs/stream_wide.py --all-groups --available-now
 
 argparse -> settings -> widehouse.stream.spark.job.run_stream -> exit code; the same as
-``widehouse stream`` (it shares the command's argument definitions, nothing else of the CLI).
+``widehouse stream`` (both parse and resolve their arguments with :mod:`widehouse.stream.options`).
 """
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ import argparse
 import logging
 import sys
 
-from widehouse.commands.stream_cmd import add_arguments
 from widehouse.errors import ConfigError, WidehouseError
 from widehouse.settings import load_settings
-from widehouse.stream.options import Fault, RunOptions, resolve_groups
+from widehouse.stream.options import add_arguments, resolve_run
 from widehouse.stream.spark.job import run_stream
 
 
@@ -27,19 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         settings = load_settings()
-        groups = resolve_groups(
-            settings.state_dir,
-            names=args.groups,
-            all_groups=args.all_groups,
-            plan=args.plan,
-            topics=args.topics,
-        )
-        options = RunOptions(
-            available_now=args.available_now,
-            duration_seconds=args.duration,
-            faults=tuple(Fault.parse(f) for f in args.fault),
-            starting_offsets=args.starting_offsets,
-        )
+        groups, options = resolve_run(args, settings.state_dir)
         return run_stream(settings, groups, options)
     except ConfigError as exc:
         print(f"stream_wide: configuration error: {exc}", file=sys.stderr)

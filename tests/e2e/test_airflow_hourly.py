@@ -29,7 +29,7 @@ import pytest
 
 from tests.e2e.airflow_support import AirflowApi, parse_time
 from tests.integration.stream_support import Deployment
-from widehouse.batch.ledger import LEDGER
+from widehouse.contracts.tables import LEDGER
 from widehouse.generator.manifest import Manifest, diff_rows, normalize
 from widehouse.settings import Settings
 

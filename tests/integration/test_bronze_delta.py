@@ -11,9 +11,9 @@ import pyarrow as pa
 import pytest
 
 from widehouse.catalog import load_catalog
+from widehouse.contracts.tables import QUARANTINE, QUARANTINE_SHAPE
 from widehouse.settings import DeltaSettings, Settings
 from widehouse.stream.bronze import BronzeWriter, bronze_tables, with_date, with_partials_meta
-from widehouse.stream.tables import QUARANTINE, QUARANTINE_SHAPE
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

@@ -272,6 +272,7 @@ def test_a_new_publication_is_newer_than_one_stamped_by_a_clock_ahead(
     """A publication committed with a ``finalized_at`` an hour ahead (a skewed publisher's clock):
     the next one still gets a newer version, so the view and Delta show the new rows."""
     from widehouse.batch import ledger
+    from widehouse.contracts.tables import LEDGER_SHAPE
 
     expected = support.expected_rows(deployment.catalog.table("user_daily"), DAY, GOLDEN["expected"])
     ledger.ensure(deployment.client)
@@ -279,7 +280,7 @@ def test_a_new_publication_is_newer_than_one_stamped_by_a_clock_ahead(
     entry = {"table": "user_daily", "period": dt.datetime(2026, 11, 22, tzinfo=dt.UTC), "finalized_at": ahead}
     entry |= {"run_id": "skewed", "kind": "day", "rows": 0, "forced": False, "include_late": False}
     entry |= {"late_rows": 0, "reconciliation": "", "note": ""}
-    ledger.record(deployment.client, [entry], ledger.LEDGER_SHAPE, "skewed-clock")
+    ledger.record(deployment.client, [entry], LEDGER_SHAPE, "skewed-clock")
     assert support.published(deployment.client, DAY) == []  # that version has no rows
 
     outcome = deployment.run(spark, hive_db)

@@ -25,7 +25,7 @@ import orjson
 import pytest
 
 from tests.integration.stream_support import Deployment
-from widehouse.batch.ledger import LEDGER, RECONCILIATION
+from widehouse.contracts.tables import LEDGER, RECONCILIATION
 from widehouse.generator.manifest import Manifest, diff_rows, normalize
 from widehouse.settings import Settings
 

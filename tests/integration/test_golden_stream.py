@@ -41,9 +41,10 @@ from tests.golden.golden import (
 )
 from tests.integration.stream_support import Deployment
 from widehouse.catalog import Catalog
+from widehouse.contracts.tables import LATE, PROGRESS, QUARANTINE
 from widehouse.generator.manifest import normalize
 from widehouse.settings import Settings
-from widehouse.stream.tables import LATE, PROGRESS, QUARANTINE, delta_side
+from widehouse.stream.tables import delta_side
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow, pytest.mark.e2e]
 

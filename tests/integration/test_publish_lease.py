@@ -22,6 +22,7 @@ from tests.conftest import settings_for
 from widehouse import clickhouse
 from widehouse.batch import lease as leases
 from widehouse.batch.lease import PeriodBusyError, acquire
+from widehouse.contracts.tables import LEASES
 from widehouse.settings import Settings
 
 pytestmark = [pytest.mark.integration]
@@ -45,7 +46,7 @@ def _generations(settings: Settings) -> list[tuple[Any, ...]]:
     client = clickhouse.connect(settings.clickhouse)
     try:
         return client.rows(
-            f"SELECT generation, holder FROM {leases.LEASES} WHERE event = 'claim' ORDER BY generation"
+            f"SELECT generation, holder FROM {LEASES} WHERE event = 'claim' ORDER BY generation"
         )
     finally:
         client.close()

@@ -19,8 +19,8 @@ import pytest
 
 from tests.integration.stream_support import Deployment
 from widehouse.catalog import DAY_MS, HOUR_MS
+from widehouse.contracts.tables import LATE, PROGRESS, QUARANTINE
 from widehouse.settings import Settings
-from widehouse.stream.tables import LATE, PROGRESS, QUARANTINE
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 

@@ -11,10 +11,11 @@ import pytest
 
 from widehouse import clickhouse
 from widehouse.catalog import load_catalog
+from widehouse.contracts.tables import PROGRESS_SHAPE, QUARANTINE, QUARANTINE_SHAPE
 from widehouse.settings import Settings
 from widehouse.stream.commits import ClickHouseLedger
 from widehouse.stream.progress import BatchIdentity
-from widehouse.stream.tables import PROGRESS_SHAPE, QUARANTINE, QUARANTINE_SHAPE, ensure_clickhouse
+from widehouse.stream.tables import ensure_clickhouse
 
 pytestmark = [pytest.mark.integration, pytest.mark.clickhouse]
 

@@ -15,13 +15,13 @@ import pytest
 from widehouse.catalog import load_catalog
 from widehouse.catalog.offline import render_offline_sql
 from widehouse.catalog.types import check_identifier
+from widehouse.contracts.identity import app_of, validate_app_id
 from widehouse.errors import ConfigError, PlanError, PulsarError
 from widehouse.offline.spark import OfflineSpec
 from widehouse.planner.io import plan_from_dict
 from widehouse.planner.live import TopicSelection
 from widehouse.planner.model import check_topic
 from widehouse.pulsar.topics import TopicName
-from widehouse.source.subscriptions import app_of, validate_app_id
 
 ROOT = Path(__file__).parents[2]
 TOPIC = "persistent://bigolive/live/gift_send"

@@ -41,6 +41,7 @@ from widehouse.batch.publish import PublishResult, RunInfo, SilverWriter, publis
 from widehouse.batch.reconcile import Reconciliation, reconcile
 from widehouse.clickhouse.analyst import ensure_analyst_views
 from widehouse.clickhouse.ddl import q, table_names
+from widehouse.contracts.tables import RECONCILIATION_SHAPE
 from widehouse.errors import ConfigError, NotReadyError, ReconciliationError
 from widehouse.stream.tables import ensure_clickhouse
 
@@ -161,7 +162,7 @@ def _finalize_leased(  # noqa: PLR0917 - the run's parts, in order
     ledger.record(
         ctx.client,
         rec.rows(request.run_id, request.accept_mismatch, checked_at),
-        ledger.RECONCILIATION_SHAPE,
+        RECONCILIATION_SHAPE,
         f"reconcile:{table.name}:{hour.isoformat()}:{request.run_id}",
     )
     laps.lap("reconcile")

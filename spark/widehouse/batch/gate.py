@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from widehouse.batch.periods import HOUR, as_hour, sql_time
-from widehouse.stream.tables import GROUP_ROW, PROGRESS
+from widehouse.contracts.tables import GROUP_ROW, PROGRESS
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from widehouse.batch.periods import HOUR, as_hour, sql_time
-from widehouse.stream.tables import LATE
+from widehouse.contracts.tables import LATE
 
 if TYPE_CHECKING:
     import pyarrow as pa

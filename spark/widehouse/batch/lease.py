@@ -33,32 +33,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from widehouse.batch.periods import sql_time
+from widehouse.contracts.tables import LEASE_SHAPE, LEASES
 from widehouse.errors import BatchError
-from widehouse.shape import Col, Shape
 
 if TYPE_CHECKING:
     from widehouse.clickhouse import ClickHouse
 
 log = logging.getLogger(__name__)
-
-LEASES = "publish_leases"
-LEASE_SHAPE = Shape(
-    LEASES,
-    (
-        Col("table", "string", low_cardinality=True),
-        Col("period", "timestamp"),
-        Col("generation", "uint64"),
-        Col("event", "string", low_cardinality=True),  # claim | renew | release
-        Col("holder", "string"),
-        Col("host", "string"),
-        Col("pid", "uint64"),
-        Col("at", "timestamp"),
-        Col("expires_at", "timestamp"),
-    ),
-    partition_by="period",
-    order_by=("table", "period", "generation"),
-)
-"""Claims, renewals and releases of publish leases (one generation = one holder)."""
 
 DEFAULT_TTL = dt.timedelta(minutes=30)
 POLL_SECONDS = 0.5
@@ -259,4 +240,4 @@ def _utc(value: dt.datetime) -> dt.datetime:
     return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
 
 
-__all__ = ["DEFAULT_TTL", "LEASES", "LEASE_SHAPE", "Lease", "PeriodBusyError", "acquire", "ensure"]
+__all__ = ["DEFAULT_TTL", "Lease", "PeriodBusyError", "acquire", "ensure"]

@@ -1,5 +1,5 @@
 """The ledger of published periods, the prepared publications and the reconciliation table
-(ClickHouse, declared once).
+(ClickHouse; their names and shapes: :mod:`widehouse.contracts.tables`).
 
 A period's final rows become visible to analysts when the publish step commits its ledger row:
 the analyst view ``<T>`` shows the rows of ``<T>_final`` whose ``finalized_at`` is the newest
@@ -19,76 +19,18 @@ import datetime as dt
 from typing import TYPE_CHECKING, Any
 
 from widehouse.batch.periods import HOUR, hours_of, sql_time
-from widehouse.clickhouse.ddl import LEDGER_TABLE
-from widehouse.shape import Col, Shape
+from widehouse.contracts.tables import BATCH_SHAPES, LEDGER, PUBLICATIONS
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from widehouse.clickhouse import ClickHouse
-
-LEDGER = LEDGER_TABLE
-RECONCILIATION = "reconciliation"
-
-LEDGER_SHAPE = Shape(
-    LEDGER,
-    (
-        Col("table", "string", low_cardinality=True),
-        Col("period", "timestamp"),
-        Col("finalized_at", "timestamp"),
-        Col("run_id", "string"),
-        Col("kind", "string", low_cardinality=True),
-        Col("rows", "uint64"),
-        Col("forced", "boolean"),
-        Col("include_late", "boolean"),
-        Col("late_rows", "uint64"),
-        Col("reconciliation", "string", low_cardinality=True),
-        Col("note", "string"),
-    ),
-    partition_by="period",
-    order_by=("table", "period", "finalized_at"),
-)
-"""One row per publish of a period (hour or day) of a table: what was published, when, how."""
-
-PUBLICATIONS = "publications"
-PUBLICATION_SHAPE = Shape(
-    PUBLICATIONS,
-    LEDGER_SHAPE.columns,
-    partition_by="period",
-    order_by=("table", "period", "finalized_at"),
-)
-"""The ledger row of each *prepared* publication (its rows staged in ``<T>_final``): a decided
-publication, committed to Delta and the ledger next (or rolled forward by the next run)."""
-
-RECONCILIATION_SHAPE = Shape(
-    RECONCILIATION,
-    (
-        Col("table", "string", low_cardinality=True),
-        Col("hour", "timestamp"),
-        Col("topic", "string", low_cardinality=True),
-        Col("run_id", "string"),
-        Col("checked_at", "timestamp"),
-        Col("broker", "uint64"),
-        Col("counted_in", "uint64"),
-        Col("valid", "uint64"),
-        Col("quarantined", "uint64"),
-        Col("late", "uint64"),
-        Col("status", "string", low_cardinality=True),
-        Col("detail", "string"),
-    ),
-    partition_by="hour",
-    order_by=("table", "hour", "topic", "checked_at"),
-)
-"""Per (table, hour, topic) and run: the broker's messages of the hour's publish-time range, what
-the stream counted in, and valid + quarantined + late; ``status`` ok / mismatch / accepted."""
-
-BATCH_SHAPES = (LEDGER_SHAPE, PUBLICATION_SHAPE, RECONCILIATION_SHAPE)
+    from widehouse.shape import Shape
 
 
 def ensure(client: ClickHouse) -> None:
-    from widehouse.batch.lease import LEASE_SHAPE
-
-    client.ensure_shapes((*BATCH_SHAPES, LEASE_SHAPE))
+    """Create the batch layer's tables (:data:`widehouse.contracts.tables.BATCH_SHAPES`)."""
+    client.ensure_shapes(BATCH_SHAPES)
 
 
 def record(client: ClickHouse, rows: list[dict[str, Any]], shape: Shape, token: str) -> None:
@@ -161,14 +103,7 @@ def _utc(value: dt.datetime) -> dt.datetime:
 
 
 __all__ = [
-    "BATCH_SHAPES",
     "HOUR",
-    "LEDGER",
-    "LEDGER_SHAPE",
-    "PUBLICATIONS",
-    "PUBLICATION_SHAPE",
-    "RECONCILIATION",
-    "RECONCILIATION_SHAPE",
     "ensure",
     "last_entry",
     "missing_hours",

@@ -31,6 +31,7 @@ from widehouse.batch import ledger
 from widehouse.batch.periods import day_start, sql_time
 from widehouse.catalog.schema import arrow_schema, final_columns
 from widehouse.clickhouse.ddl import q, table_names
+from widehouse.contracts.tables import LEDGER_SHAPE, PUBLICATION_SHAPE
 from widehouse.errors import BatchError
 
 if TYPE_CHECKING:
@@ -159,7 +160,7 @@ def publish(  # noqa: PLR0917 - what, where and how, named at call sites
     }
     if lease is not None:
         lease.renew()  # still ours right before the decision (and good for another TTL)
-    ledger.record(client, [entry], ledger.PUBLICATION_SHAPE, f"prepare:{_key(table, start, finalized_at)}")
+    ledger.record(client, [entry], PUBLICATION_SHAPE, f"prepare:{_key(table, start, finalized_at)}")
     step("after-prepare")
     return _commit(client, silver, table, period, entry, data, step, lease)
 
@@ -223,7 +224,7 @@ def _commit(  # noqa: PLR0917 - one publication's parts
             f"{finalized_at.isoformat()} stays prepared; the next run of the period rolls it forward)"
         ) from exc
     step("after-silver")
-    ledger.record(client, [entry], ledger.LEDGER_SHAPE, f"ledger:{_key(table, start, finalized_at)}")
+    ledger.record(client, [entry], LEDGER_SHAPE, f"ledger:{_key(table, start, finalized_at)}")
     _drop_superseded(client, table, start, finalized_at)
     log.info(
         "published %s %s: %d rows (finalized_at %s)",

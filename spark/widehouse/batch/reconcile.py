@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from widehouse.batch.broker import messages_between
 from widehouse.batch.periods import HOUR, as_hour, sql_time
-from widehouse.stream.tables import COUNTS, LATE, QUARANTINE
+from widehouse.contracts.tables import COUNTS, LATE, QUARANTINE
 
 if TYPE_CHECKING:
     from widehouse.catalog import Catalog

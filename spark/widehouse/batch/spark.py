@@ -126,18 +126,6 @@ def _same_location(registered: str, path: str) -> bool:
     return plain(registered) == plain(path)
 
 
-def register_all(spark: SparkSession, delta: DeltaSettings, catalog: Catalog) -> list[str]:
-    """Register every wide table whose silver table exists; returns their names."""
-    from delta.tables import DeltaTable
-
-    done = []
-    for table in catalog.wide_tables:
-        if DeltaTable.isDeltaTable(spark, silver_path(delta, table.name)):
-            register(spark, delta, table.name)
-            done.append(f"{SPARK_DATABASE}.{table.name}")
-    return done
-
-
 def batch_catalog(settings: Settings) -> Catalog:
     """The catalog the streams use (relocated to the tenant suffix, when one is set)."""
     from widehouse.catalog import load_catalog

@@ -28,7 +28,6 @@ AGGREGATES: tuple[str, ...] = ("count", "sum", "min", "max", "first", "last")
 PAIR_AGGREGATES = frozenset({"first", "last"})
 # How partial values merge: the function applied to partials of one (key, period).
 MERGE_FUNCTION = {"count": "sum", "sum": "sum", "min": "min", "max": "max", "first": "min", "last": "max"}
-GRAINS = ("hour", "day")
 # Column names a wide table may not use: its period columns, the finalize version, and the wh_ prefix
 # (kept for pipeline metadata columns such as a batch id).
 RESERVED_COLUMNS = frozenset({"hour", "day", "finalized_at"})

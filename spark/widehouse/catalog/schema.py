@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from widehouse.catalog.model import Topic, WideColumn, WideTable
+from widehouse.catalog.model import WideColumn, WideTable
 from widehouse.catalog.types import SPARK_VALUE_TYPES
 
 if TYPE_CHECKING:
@@ -76,11 +76,6 @@ def final_columns(table: WideTable) -> list[ColumnSpec]:
 def schema_ddl(columns: list[ColumnSpec]) -> str:
     """``\\`uid\\` bigint NOT NULL, \\`hour\\` timestamp NOT NULL, ...`` (Spark DDL)."""
     return ", ".join(c.ddl() for c in columns)
-
-
-def topic_schema_ddl(topic: Topic) -> str:
-    """The payload schema of a topic as Spark DDL (timestamp-ms fields are ``bigint`` epoch ms)."""
-    return topic.spark_ddl()
 
 
 def hbase_columns(table: WideTable) -> dict[str, bytes]:

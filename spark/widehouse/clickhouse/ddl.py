@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING
 
 from widehouse.catalog.model import Catalog, WideColumn, WideTable
 from widehouse.catalog.types import CLICKHOUSE_TYPES
+from widehouse.contracts.tables import LEDGER, LEDGER_SHAPE
 from widehouse.errors import CatalogError
 from widehouse.shape import TYPES, Shape
 
@@ -52,11 +53,7 @@ if TYPE_CHECKING:
     from widehouse.clickhouse.client import ClickHouse
 
 DEDUP_WINDOW = 10_000
-LEDGER_TABLE = "finalized_periods"
-"""The ledger of published periods (:mod:`widehouse.batch.ledger`); the analyst views read it."""
 _DATABASE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
-LAST_EMPTY_MS = 0
-FIRST_EMPTY_MS = 10_413_791_999_999  # 2299-12-31 23:59:59.999 UTC, the largest DateTime64(3)
 _LAST_EMPTY_SQL = "toDateTime64(0, 3, 'UTC')"
 _FIRST_EMPTY_SQL = "toDateTime64('2299-12-31 23:59:59.999', 3, 'UTC')"
 _TYPE_DEFAULTS = {
@@ -208,7 +205,7 @@ def analyst_view_ddl(table: WideTable, database: str) -> str:
     ]
     live = ", ".join([key, period, *stream, *live_offline])
     as_period = "toDateTime(`period`, 'UTC')" if table.grain == "hour" else "toDate(`period`)"
-    ledger = f"{db}.`{LEDGER_TABLE}` WHERE `table` = '{table.name}'"
+    ledger = f"{db}.{q(LEDGER)} WHERE `table` = '{table.name}'"
     return (
         f"CREATE OR REPLACE VIEW {db}.{q(names.view)} AS\n"
         f"SELECT {finalized}\nFROM {db}.{q(names.final)}\n"
@@ -242,8 +239,6 @@ def shape_ddl(shape: Shape, database: str, dedup_window: int = DEDUP_WINDOW) -> 
 
 def table_ddl(table: WideTable, database: str, dedup_window: int = DEDUP_WINDOW) -> list[str]:
     """Every statement for one wide table, in creation order (tables before the views over them)."""
-    from widehouse.batch.ledger import LEDGER_SHAPE
-
     return [
         partial_table_ddl(table, database, dedup_window),
         final_table_ddl(table, database, dedup_window),

@@ -1,4 +1,4 @@
-"""``widehouse demo``: the main job on the embedded defaults (what ``make demo`` runs)."""
+"""``widehouse demo``: the main job on the local defaults (what ``make demo`` runs)."""
 
 from __future__ import annotations
 

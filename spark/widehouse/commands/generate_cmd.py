@@ -10,12 +10,11 @@ from typing import Any
 
 from widehouse.commands.table import render
 from widehouse.commands.ticker import Ticker, rate_text
+from widehouse.contracts.identity import OFFLINE_DATABASE
 from widehouse.errors import ConfigError
 from widehouse.generator.badinput import BAD_CLASSES
 from widehouse.generator.options import GenerateOptions
 from widehouse.settings import Settings
-
-DEFAULT_OFFLINE_DATABASE = "offline"
 
 
 def register(subparsers: Any) -> None:
@@ -95,9 +94,7 @@ def register_offline(subparsers: Any) -> None:
     parser.add_argument("--seed", type=int, default=1, help="same seed, same rows (default 1)")
     parser.add_argument("--days", type=int, default=1, help="this many days ending --until (default 1)")
     parser.add_argument("--until", help="last day, YYYY-MM-DD (default: today, UTC)")
-    parser.add_argument(
-        "--database", default=DEFAULT_OFFLINE_DATABASE, help="Hive database (default offline)"
-    )
+    parser.add_argument("--database", default=OFFLINE_DATABASE, help="Hive database (default offline)")
     parser.add_argument(
         "--aggregate", action="store_true", help="also run the daily offline SQL and print a sample"
     )

@@ -21,12 +21,12 @@ from typing import Any
 
 from widehouse.commands.table import render
 from widehouse.contracts import values
+from widehouse.contracts.identity import SUBSCRIPTION_PREFIX
 from widehouse.errors import ConfigError
 from widehouse.pulsar.topics import TopicName
 from widehouse.settings import Settings
 from widehouse.source.broker import BrokerView
 from widehouse.source.cleanup import all_namespaces, cleanup, scan
-from widehouse.source.subscriptions import DEFAULT_PREFIX
 
 
 @values.for_argparse
@@ -75,7 +75,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--namespace", action="append", default=[], metavar="TENANT/NS", help="default: all namespaces"
     )
-    parser.add_argument("--prefix", default=DEFAULT_PREFIX, help=f"subscription prefix ({DEFAULT_PREFIX})")
+    parser.add_argument(
+        "--prefix", default=SUBSCRIPTION_PREFIX, help=f"subscription prefix ({SUBSCRIPTION_PREFIX})"
+    )
 
 
 def _namespaces(view: BrokerView, given: list[str]) -> list[str]:

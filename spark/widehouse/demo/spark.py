@@ -4,14 +4,14 @@
 2. plan slot groups from the catalog's traffic mix at the demo rate, create the topics with the
    planned partitions;
 3. publish realistic traffic (bad input and late events included) for a couple of minutes while
-   the streaming queries of every slot group run in this process (they share the embedded
-   ClickHouse engine);
+   the streaming queries of every slot group run in this process (they write to the local
+   ClickHouse service, as the batch jobs and analysts read it);
 4. once Pulsar is drained, stop the queries and print analyst queries from ClickHouse, the same
    totals from Delta, a check of both against the generator's manifest, and measured throughput
    and freshness.
 
 Re-running the demo resets what the previous run made (its topics, checkpoints and tables) so the
-manifest check stays exact; it refuses to do that anywhere but on local, embedded defaults.
+manifest check stays exact; it refuses to do that anywhere but on the local defaults.
 """
 
 from __future__ import annotations
@@ -26,11 +26,22 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from widehouse.batch.ledger import LEDGER, RECONCILIATION
 from widehouse.batch.spark import silver_path
 from widehouse.catalog import Catalog, load_catalog
 from widehouse.clickhouse.analyst import view_names
 from widehouse.clickhouse.ddl import table_names
+from widehouse.contracts.identity import OFFLINE_DATABASE
+from widehouse.contracts.tables import (
+    COUNTS,
+    GROUP_ROW,
+    LATE,
+    LEDGER,
+    MARKS,
+    PROGRESS,
+    QUARANTINE,
+    RECONCILIATION,
+    SIDE_SHAPES,
+)
 from widehouse.demo.result import DemoResult, Section
 from widehouse.errors import ConfigError, WidehouseError
 from widehouse.generator.manifest import Manifest, diff_rows
@@ -43,17 +54,7 @@ from widehouse.services import ServiceManager
 from widehouse.settings import PlannerSettings, Settings
 from widehouse.stream.measure import figures
 from widehouse.stream.options import GroupSpec, RunOptions
-from widehouse.stream.tables import (
-    COUNTS,
-    GROUP_ROW,
-    LATE,
-    MARKS,
-    PROGRESS,
-    QUARANTINE,
-    SIDE_SHAPES,
-    delta_partials,
-    delta_side,
-)
+from widehouse.stream.tables import delta_partials, delta_side
 
 Say = Callable[[str], None]
 ACTIVITY = ("page_views", "clicks", "searches", "live_enters", "videos_played", "messages_sent", "gifts_sent")
@@ -413,25 +414,24 @@ def _daily(  # noqa: PLR0917 - the demo's pieces
         }
     )
     options = app_options(manifest)
-    spec = OfflineSpec(users=options["users"], days=tuple(days), seed=options["seed"], database=OFFLINE_DB)
+    spec = OfflineSpec(
+        users=options["users"], days=tuple(days), seed=options["seed"], database=OFFLINE_DATABASE
+    )
     written = generate_offline(spark, spec, catalog.sql_dir)
     say(f"batch: offline Hive tables for {len(days)} day(s): {written}")
 
     def hive_users(day: dt.date) -> set[int]:
         query = " UNION ".join(
-            f"SELECT uid FROM {OFFLINE_DB}.{t} WHERE dt = '{day.isoformat()}'"
+            f"SELECT uid FROM {OFFLINE_DATABASE}.{t} WHERE dt = '{day.isoformat()}'"
             for t in ("payments", "user_profile", "social_graph")
         )
         return {int(r["uid"]) for r in spark.sql(query).collect()}
 
     def run_day(day: dt.date) -> Any:
-        request = DailyRequest(day=day, offline_database=OFFLINE_DB)
+        request = DailyRequest(day=day, offline_database=OFFLINE_DATABASE)
         return run_daily(spark, settings, catalog, ctx.client, ctx.silver, request)
 
     check_demo_days(ctx, manifest, result, run_day, hive_users, say)
-
-
-OFFLINE_DB = "offline"
 
 
 def app_options(manifest: Manifest) -> dict[str, int]:

@@ -61,7 +61,6 @@ class Publisher:
         batch_max_messages: int = 1000,
         batch_delay_ms: int = 100,
         max_pending: int = 5000,
-        native_logger: bool = True,
     ) -> None:
         import _pulsar
         import pulsar
@@ -69,11 +68,8 @@ class Publisher:
         self._builder = _pulsar.MessageBuilder
         self._ok = _pulsar.Result.Ok
         self.stats = PublishStats()
-        # connect() gives the C++ client its own console logger; native_logger=False hands it a Python
-        # logger instead (the bridge takes the GIL for every log call on the client's threads, a few
-        # per cent of the send rate: `bench generator --python-logger` shows it).
-        logging_options = {} if native_logger else {"logger": logging.getLogger("widehouse.pulsar.client")}
-        self.client = pulsar_client.connect(settings, io_threads=1, **logging_options)
+        # connect() gives the C++ client its own console logger (never a Python one: see its module)
+        self.client = pulsar_client.connect(settings, io_threads=1)
         self.producers: list[list[Any]] = []
         self._raw: list[list[Any]] = []
         try:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from widehouse.catalog.schema import STREAM_FAMILY
 from widehouse.errors import HBaseError
 from widehouse.hbase.codec import decode_column, encode_column
-from widehouse.hbase.keys import bucket_prefix, key_of, key_text, row_key, salt_of
+from widehouse.hbase.keys import bucket_prefix, key_of, row_key
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -182,7 +182,3 @@ def refresh_stream_family(
         connection.close()
     log.info("%s %s: family s <- %d stream rows (%d pruned)", spec.name, day, result.rows, result.pruned)
     return result
-
-
-def bucket_of(key: int | str, spec: DayTable) -> int:
-    return salt_of(key_text(key), spec.buckets)

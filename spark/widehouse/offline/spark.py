@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from widehouse.catalog.model import Catalog, WideTable
 from widehouse.catalog.offline import day_parameter, render_offline_sql
 from widehouse.catalog.spark import spark_type
+from widehouse.contracts.identity import OFFLINE_DATABASE
 from widehouse.errors import CatalogError, ConfigError
 from widehouse.generator.options import uid_of
 from widehouse.generator.values import seeded
@@ -60,7 +61,7 @@ class OfflineSpec:
     users: int
     days: tuple[dt.date, ...]
     seed: int = 1
-    database: str = "offline"
+    database: str = OFFLINE_DATABASE
 
     def validate(self) -> OfflineSpec:
         if not 1 <= self.users <= 10_000_000:

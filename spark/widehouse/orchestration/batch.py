@@ -4,9 +4,9 @@ The gate, the ledger and the jobs are the batch layer's (:mod:`widehouse.batch`)
 them and maps their answers and exit codes to what a task does: wait, succeed, retry, or fail for
 good with a message that says how to re-run.
 
-Finalize exit codes: 0 done, 2 bad input, 3 not ready (watermark), 4 reconciliation mismatch,
-5 busy (another run publishes the period: retry), 1 other failure. Daily: 0 done, 2 bad input
-(e.g. a missing Hive partition), 5 busy, 1 other failure.
+Finalize exit codes (:mod:`widehouse.batch.jobs`): 0 done, 2 bad input, 3 not ready (watermark),
+4 reconciliation mismatch, 5 busy (another run publishes the period: retry), 1 other failure.
+Daily: 0 done, 2 bad input (e.g. a missing Hive partition), 5 busy, 1 other failure.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from widehouse.batch.jobs import EXIT_BAD_INPUT, EXIT_BUSY, EXIT_MISMATCH, EXIT_MISSING_INPUT, EXIT_NOT_READY
 from widehouse.errors import ConfigError, JobFailedError
 from widehouse.orchestration.runner import Runner
 
@@ -27,16 +28,19 @@ MAX_HOURS = 24 * 31
 
 _BUSY = "busy: another run holds the period's publish lease (one publisher per table and period)"
 FINALIZE_MEANING = {
-    2: ("bad input", False),
-    3: ("not ready: a slot group's committed watermark is before hour end + lateness", True),
-    4: (
+    EXIT_BAD_INPUT: ("bad input", False),
+    EXIT_NOT_READY: ("not ready: a slot group's committed watermark is before hour end + lateness", True),
+    EXIT_MISMATCH: (
         "reconciliation mismatch: counts differ between the broker, the stream and the tables; inspect "
         "the reconciliation rows, then re-run with accept_mismatch from the manual operations DAG",
         False,
     ),
-    5: (_BUSY, True),
+    EXIT_BUSY: (_BUSY, True),
 }
-DAILY_MEANING = {2: ("bad input (e.g. a missing Hive partition for the day)", False), 5: (_BUSY, True)}
+DAILY_MEANING = {
+    EXIT_MISSING_INPUT: ("bad input (e.g. a missing Hive partition for the day)", False),
+    EXIT_BUSY: (_BUSY, True),
+}
 
 
 @dataclass(frozen=True)
@@ -118,7 +122,7 @@ def finalize_args(
     return args
 
 
-def run_finalize(
+def finalize_job(
     runner: Runner,
     env: Mapping[str, str],
     table: str,
@@ -133,7 +137,8 @@ def run_finalize(
     _check(runner(args, env), f"finalize {table} {hour_arg(hour)}", FINALIZE_MEANING)
 
 
-def run_daily(runner: Runner, env: Mapping[str, str], day: dt.date) -> None:
+def daily_job(runner: Runner, env: Mapping[str, str], day: dt.date) -> None:
+    """Merge one day; raises :class:`JobFailedError` (retryable or not) on a non-zero exit."""
     _check(runner(["daily", "--day", day.isoformat()], env), f"daily {day.isoformat()}", DAILY_MEANING)
 
 

@@ -24,9 +24,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
+from widehouse.contracts.identity import CLICKHOUSE_CONNECTION as CLICKHOUSE
+from widehouse.contracts.identity import HBASE_CONNECTION as HBASE
+from widehouse.contracts.identity import PULSAR_CONNECTION as PULSAR
 from widehouse.errors import ConfigError
 
-PULSAR, CLICKHOUSE, HBASE = "widehouse_pulsar", "widehouse_clickhouse", "widehouse_hbase"
 CONNECTION_IDS = (PULSAR, CLICKHOUSE, HBASE)
 
 

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
+from widehouse.contracts.identity import spark_app_name
 from widehouse.errors import OrchestrationError
 from widehouse.planner import Plan, plan_to_dict
 from widehouse.services.process import ManagedProcess, ProcessSpec, tail
@@ -160,7 +161,7 @@ def submit_command(settings: Settings, group: str, plan_uri: str, job: str) -> l
         "--deploy-mode",
         "cluster",
         "--name",
-        f"widehouse-{settings.stream.app}-{group}",
+        spark_app_name(settings.stream.app, group),
         "--conf",
         "spark.yarn.submit.waitAppCompletion=false",
         "--conf",
@@ -204,7 +205,7 @@ class ClusterLauncher:
     def stop(self, group: str) -> bool:
         raise OrchestrationError(
             f"stopping slot group {group!r} on the cluster is not implemented: kill the app "
-            f"widehouse-{self.settings.stream.app}-{group} with the cluster manager"
+            f"{spark_app_name(self.settings.stream.app, group)} with the cluster manager"
         )
 
     def finish(self, group: str) -> str | None:

@@ -32,10 +32,6 @@ def hourly_tables(catalog: Catalog) -> list[str]:
     return [t.name for t in catalog.wide_tables if t.grain == "hour"]
 
 
-def daily_tables(catalog: Catalog) -> list[str]:
-    return [t.name for t in catalog.wide_tables if t.grain == "day"]
-
-
 def _flag(title: str, description: str, section: str) -> Spec:
     return {
         "default": False,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Protocol
 
-from widehouse.stream.tables import PROGRESS
+from widehouse.contracts.tables import PROGRESS
 
 
 class Queryable(Protocol):

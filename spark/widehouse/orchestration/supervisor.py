@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from widehouse.contracts.identity import group_app_id
 from widehouse.errors import ClickHouseError, OrchestrationError
 from widehouse.orchestration.launch import Launcher
 from widehouse.orchestration.runner import Runner
@@ -212,7 +213,7 @@ class Supervisor:
                 continue
             if wanted is None:
                 del state.groups[name]
-                state.retired[f"{self.app}-{name}"] = now
+                state.retired[group_app_id(self.app, name)] = now
                 actions.append(Action(name, "retired", "left the plan" + (" (stopped)" if stopped else "")))
                 continue
             moved_in = sorted(set(wanted) - set(current.topics))

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from widehouse.contracts.identity import OFFLINE_DATABASE, group_app_id
 from widehouse.errors import ConfigError, JobFailedError, OrchestrationError
 from widehouse.orchestration import batch
 from widehouse.orchestration.connections import overlay_from_airflow
@@ -107,7 +108,7 @@ def retire_group(group: str) -> None:
         from widehouse.orchestration.replan import catalog_namespaces
 
         namespaces = [a for ns in catalog_namespaces(settings) for a in ("--namespace", ns)]
-        app = f"{settings.stream.app}-{group}"
+        app = group_app_id(settings.stream.app, group)
         result = run_widehouse(["pulsar", "cleanup", "--retire", app, *namespaces], env)
         if result.code != 0:
             raise JobFailedError(f"pulsar cleanup --retire exited {result.code}:\n{result.tail}", result.code)
@@ -157,7 +158,7 @@ def finalize(table: str, hours: list[dt.datetime], outlet: Any = None, **flags: 
     def body(env: dict[str, str], settings: Settings) -> list[str]:
         done: list[str] = []
         for hour in hours:
-            batch.run_finalize(run_widehouse, env, table, hour, **flags)
+            batch.finalize_job(run_widehouse, env, table, hour, **flags)
             done.append(batch.hour_arg(hour))
         if outlet is not None:
             outlet.extra = {"table": table, "hours": done, **{k: v for k, v in flags.items() if v}}
@@ -181,7 +182,6 @@ def finalize_from_events(table: str, triggering_asset_events: Any, outlet: Any =
 def day_is_ready(day: dt.date) -> bool:
     """Sensor body: every hour of ``day`` is finalized and the day's Hive partitions exist."""
     from widehouse import clickhouse
-    from widehouse.commands.generate_cmd import DEFAULT_OFFLINE_DATABASE
     from widehouse.orchestration.params import hourly_tables
 
     def body(env: dict[str, str], settings: Settings) -> bool:
@@ -192,9 +192,7 @@ def day_is_ready(day: dt.date) -> bool:
         finally:
             client.close()
         hive = sorted({h for t in catalog.wide_tables for s in t.offline for h in s.hive_tables})
-        missing = batch.missing_hive_partitions(
-            settings.hive.warehouse_dir, DEFAULT_OFFLINE_DATABASE, hive, day
-        )
+        missing = batch.missing_hive_partitions(settings.hive.warehouse_dir, OFFLINE_DATABASE, hive, day)
         for table, hours in waiting.items():
             log.info("%s: %d hour(s) of %s not finalized, first %s", table, len(hours), day, hours[0])
         if missing:
@@ -206,7 +204,7 @@ def day_is_ready(day: dt.date) -> bool:
 
 def daily(day: dt.date) -> None:
     def body(env: dict[str, str], settings: Settings) -> None:
-        batch.run_daily(run_widehouse, env, day)
+        batch.daily_job(run_widehouse, env, day)
 
     _with_env(body)
 

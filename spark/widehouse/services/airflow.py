@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from widehouse import private
+from widehouse.contracts.identity import CLICKHOUSE_CONNECTION
 from widehouse.errors import ConfigError, ServiceError
-from widehouse.orchestration.connections import CLICKHOUSE
 from widehouse.services.base import LocalService
 from widehouse.services.manager import ServiceManager, ServiceStatus
 from widehouse.services.process import PortSpec, tail
@@ -126,7 +126,7 @@ def render_connections(source: Path, local: LocalServicesSettings) -> str:
         raise ConfigError(
             f"cannot read the Airflow Connections file {source} (WIDEHOUSE_AIRFLOW_CONNECTIONS_FILE): {exc}"
         ) from exc
-    conn = body.get(CLICKHOUSE) if isinstance(body, dict) else None
+    conn = body.get(CLICKHOUSE_CONNECTION) if isinstance(body, dict) else None
     if (
         isinstance(conn, dict)
         and not conn.get("password")

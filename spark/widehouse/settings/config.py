@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from widehouse.contracts.identity import checkpoint_path
 from widehouse.errors import ConfigError
 from widehouse.settings.defaults import _local_clickhouse_url
 from widehouse.settings.masking import MASK, is_secret_key, mask_url
@@ -241,7 +242,7 @@ class StreamSettings:
 
     def checkpoint(self, group: str) -> str:
         """Checkpoint location of one slot group."""
-        return f"{self.checkpoint_root.rstrip('/')}/{self.app}/{group}"
+        return checkpoint_path(self.checkpoint_root, self.app, group)
 
 
 @dataclass(frozen=True)

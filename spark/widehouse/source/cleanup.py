@@ -16,9 +16,10 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from widehouse.contracts.identity import SUBSCRIPTION_PREFIX, app_of
 from widehouse.errors import PulsarError
 from widehouse.source.broker import BrokerView
-from widehouse.source.subscriptions import DEFAULT_PREFIX, PROP_HEARTBEAT, PROP_HOST, app_of
+from widehouse.source.subscriptions import PROP_HEARTBEAT, PROP_HOST
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,9 @@ def all_namespaces(view: BrokerView) -> list[str]:
     return sorted(ns for tenant in admin.tenants() for ns in admin.namespaces(tenant))
 
 
-def scan(view: BrokerView, namespaces: Sequence[str], prefix: str = DEFAULT_PREFIX) -> list[AppSubscription]:
+def scan(
+    view: BrokerView, namespaces: Sequence[str], prefix: str = SUBSCRIPTION_PREFIX
+) -> list[AppSubscription]:
     """Every Widehouse subscription in ``namespaces`` (one stats call per topic-partition, parallel)."""
     topics: list[str] = []
     for names in view.map(lambda ns: view.admin().list_topics(ns), list(namespaces)):
@@ -107,7 +110,7 @@ def cleanup(
     ttl_s: float,
     *,
     retire: Iterable[str] = (),
-    prefix: str = DEFAULT_PREFIX,
+    prefix: str = SUBSCRIPTION_PREFIX,
     dry_run: bool = False,
     now_ms: int | None = None,
 ) -> list[Verdict]:

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from widehouse.contracts import values
+from widehouse.contracts.identity import SUBSCRIPTION_PREFIX, validate_app_id
 from widehouse.errors import ConfigError, PulsarError
 from widehouse.pulsar.positions import EARLIEST, Mark, TopicPartition
 from widehouse.pulsar.topics import TopicName
@@ -53,7 +54,6 @@ from widehouse.source.admission import Limits
 from widehouse.source.broker import TopicSelector
 from widehouse.source.handover import parse_marks
 from widehouse.source.offsets import LATEST, OffsetSpec, parse_offset_spec
-from widehouse.source.subscriptions import DEFAULT_PREFIX, validate_app_id
 
 T = TypeVar("T")
 
@@ -221,7 +221,7 @@ def parse_options(
     start_after_text = opts.get("startAfter")
     if start_after_text is not None and batch:
         raise ConfigError("option startAfter is for streaming queries (spark.readStream) only")
-    prefix = opts.get("subscriptionPrefix") or DEFAULT_PREFIX
+    prefix = opts.get("subscriptionPrefix") or SUBSCRIPTION_PREFIX
     if not re.fullmatch(r"[A-Za-z0-9_.\-]{1,50}", prefix):
         raise ConfigError(f"option subscriptionPrefix={prefix!r}: use letters, digits, '_', '.', '-'")
     return SourceOptions(

@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import socket
 import threading
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from widehouse.errors import ConfigError, PulsarError
+from widehouse.contracts.identity import SUBSCRIPTION_PREFIX, subscription_name, validate_app_id
+from widehouse.errors import PulsarError
 from widehouse.pulsar.admin import TopicNotFoundError
 from widehouse.pulsar.positions import Mark, Position, TopicPartition
 from widehouse.settings import PulsarSettings
@@ -37,33 +37,10 @@ from widehouse.source.broker import BrokerView
 
 log = logging.getLogger(__name__)
 
-DEFAULT_PREFIX = "widehouse-"
 PROP_APP = "widehouse.app"
 PROP_HEARTBEAT = "widehouse.heartbeat"
 PROP_HOST = "widehouse.host"
-_APP_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}")  # fullmatch
 _WAIT_S = 30.0
-
-
-def validate_app_id(app_id: str, option: str = "appId") -> str:
-    if not _APP_RE.fullmatch(app_id):
-        raise ConfigError(
-            f"option {option}={app_id!r} is invalid: use 1-100 letters, digits, '_', '.', '-' "
-            "(it names the app's Pulsar subscriptions)"
-        )
-    return app_id
-
-
-def subscription_name(app_id: str, prefix: str = DEFAULT_PREFIX) -> str:
-    return f"{prefix}{validate_app_id(app_id)}"
-
-
-def app_of(subscription: str, prefix: str = DEFAULT_PREFIX) -> str | None:
-    """The app id of a subscription named by :func:`subscription_name`, else None."""
-    if not subscription.startswith(prefix):
-        return None
-    app = subscription[len(prefix) :]
-    return app if _APP_RE.fullmatch(app) else None
 
 
 def heartbeat_properties(app_id: str, now_ms: int | None = None) -> dict[str, str]:
@@ -102,7 +79,7 @@ class SubscriptionKeeper:
         settings: PulsarSettings,
         app_id: str,
         view: BrokerView,
-        prefix: str = DEFAULT_PREFIX,
+        prefix: str = SUBSCRIPTION_PREFIX,
         heartbeat_interval_s: float = 600.0,
     ) -> None:
         self.settings = settings

@@ -29,10 +29,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from widehouse.catalog import Catalog, WideTable
+from widehouse.contracts.tables import SIDE_SHAPES
 from widehouse.errors import DeltaError
 from widehouse.settings import DeltaSettings
 from widehouse.shape import Shape
-from widehouse.stream.tables import SIDE_SHAPES, delta_partials, delta_side
+from widehouse.stream.tables import delta_partials, delta_side
 from widehouse.stream.transform import ARROW_VALUE_TYPES, TIMESTAMP, value_arrow_type
 
 if TYPE_CHECKING:

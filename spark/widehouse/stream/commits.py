@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from widehouse.contracts.tables import MARKS, MARKS_SHAPE, PROGRESS
 from widehouse.stream.progress import BatchIdentity
-from widehouse.stream.tables import MARKS, MARKS_SHAPE, PROGRESS
 
 if TYPE_CHECKING:
     from widehouse.clickhouse import ClickHouse

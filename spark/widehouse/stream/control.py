@@ -30,11 +30,11 @@ from typing import Any
 
 import orjson
 
+from widehouse.contracts.tables import GROUP_ROW
 from widehouse.errors import PulsarError
 from widehouse.pulsar.topics import TopicName
 from widehouse.settings import StreamSettings
 from widehouse.stream.producers import Outgoing, Producers
-from widehouse.stream.tables import GROUP_ROW
 
 log = logging.getLogger("widehouse.stream")
 

@@ -50,7 +50,7 @@ import pyarrow.compute as pc
 from widehouse.catalog import OVERFLOW, WideTable
 from widehouse.catalog.semantics.fold import sum_in_range
 from widehouse.catalog.types import INT64
-from widehouse.stream.tables import COUNTS_SHAPE, LATE_SHAPE, QUARANTINE_SHAPE
+from widehouse.contracts.tables import COUNTS_SHAPE, LATE_SHAPE, QUARANTINE_SHAPE
 from widehouse.stream.transform import KIND_LATE, KIND_PARTIAL, KIND_QUARANTINE, KIND_STATS, TransformPlan
 
 log = logging.getLogger("widehouse.stream")
@@ -278,7 +278,7 @@ def _pairs(rows: pa.Table, keys: list[str], name: str, agg: str) -> pa.Table:
 
 
 def side(out: pa.Table, kind: str, app: str, group: str, batch_id: int) -> pa.Table:
-    """Quarantine or late rows in their tables' declared shape (:mod:`widehouse.stream.tables`),
+    """Quarantine or late rows in their tables' declared shape (:mod:`widehouse.contracts.tables`),
     sorted by (topic, message id): the batch's identity, then each column from the transform's
     ``wh_<column>``."""
     shapes = {KIND_QUARANTINE: QUARANTINE_SHAPE, KIND_LATE: LATE_SHAPE}
@@ -344,7 +344,7 @@ def topic_stats(out: pa.Table) -> dict[str, TopicStats]:
 
 def hour_counts(out: pa.Table, app: str, group: str, batch_id: int) -> pa.Table:
     """Messages read per (topic, publish hour): in, valid (out), bad, late, in the shape of
-    :data:`~widehouse.stream.tables.COUNTS_SHAPE`, sorted by (topic, hour). The transform's stats
+    :data:`~widehouse.contracts.tables.COUNTS_SHAPE`, sorted by (topic, hour). The transform's stats
     rows are per input partition; this sums them."""
     schema = COUNTS_SHAPE.arrow_schema()
     stats = _kind(out, KIND_STATS)

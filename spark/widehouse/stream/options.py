@@ -1,11 +1,13 @@
 """What a streaming run is asked to do: slot groups, run options, injected faults (pyspark-free).
 
-Shared by the ``widehouse stream`` command, the ``spark/jobs/stream_wide.py`` entrypoint, the demo
-and the tests; :mod:`widehouse.stream.spark.job` runs them.
+Shared by the ``widehouse stream`` command and the ``spark/jobs/stream_wide.py`` entrypoint (both
+parse :func:`add_arguments` and call :func:`resolve_run`), the demo and the tests;
+:mod:`widehouse.stream.spark.job` runs them.
 """
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,3 +92,44 @@ def resolve_groups(
     if not plan_path.is_file():
         raise ConfigError(f"--plan {plan_path}: no such file (make one with `widehouse plan`)")
     return groups_from_plan(plan_path, None if all_groups else names)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``widehouse stream`` and ``stream_wide.py``."""
+    parser.add_argument(
+        "--group",
+        action="append",
+        dest="groups",
+        metavar="NAME",
+        help="slot group of the plan to run (repeatable)",
+    )
+    parser.add_argument("--all-groups", action="store_true", help="run every group of the plan in this app")
+    parser.add_argument("--plan", type=Path, help="plan JSON (default: <state>/plan.json)")
+    parser.add_argument("--topics", help="ad hoc group: comma-separated topics (instead of a plan)")
+    parser.add_argument(
+        "--available-now", action="store_true", help="process what Pulsar holds now, then stop"
+    )
+    parser.add_argument("--duration", type=float, metavar="SECONDS", help="stop cleanly after this long")
+    parser.add_argument(
+        "--starting-offsets",
+        default="earliest",
+        help="where a new group starts: earliest (default), latest, or JSON per topic / partition",
+    )
+    parser.add_argument(
+        "--fault", action="append", default=[], metavar="POINT@BATCH[:kill]", help=argparse.SUPPRESS
+    )  # testing aid for the exactly-once tests
+
+
+def resolve_run(args: argparse.Namespace, state_dir: Path) -> tuple[list[GroupSpec], RunOptions]:
+    """The slot groups and run options that parsed :func:`add_arguments` ask for (errors name the
+    bad argument); ``state_dir`` holds the default plan."""
+    groups = resolve_groups(
+        state_dir, names=args.groups, all_groups=args.all_groups, plan=args.plan, topics=args.topics
+    )
+    options = RunOptions(
+        available_now=args.available_now,
+        duration_seconds=args.duration,
+        faults=tuple(Fault.parse(f) for f in args.fault),
+        starting_offsets=args.starting_offsets,
+    )
+    return groups, options

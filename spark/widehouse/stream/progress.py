@@ -10,7 +10,7 @@ its turn to other partitions: the newest message of the others says nothing abou
 watermark is the minimum over its topics; the hourly job waits for it to pass an
 hour's end plus the lateness (an event of that hour published later is late by definition).
 
-The rows' shape is :data:`widehouse.stream.tables.PROGRESS_SHAPE`.
+The rows' shape is :data:`widehouse.contracts.tables.PROGRESS_SHAPE`.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from widehouse.contracts.tables import GROUP_ROW
 from widehouse.source.offsets import TopicBatchMetrics
 from widehouse.stream.merge import TopicStats
-from widehouse.stream.tables import GROUP_ROW
 
 PUBLISH_ALLOWANCE_MS = 10_000
 """Producer clocks and client-side batching: a message stamped before T may reach the broker after."""

@@ -38,6 +38,7 @@ from widehouse.catalog.semantics.fold import ColumnRule, WideRows, compile_rules
 from widehouse.catalog.semantics.parse import INTERNAL, Accepted, parse_event
 from widehouse.catalog.semantics.render import render_exception
 from widehouse.errors import CatalogError
+from widehouse.stream.deadletter import PAYLOAD_LIMIT
 from widehouse.stream.fastpath import Handler, compile_handler
 
 KIND_PARTIAL = "partial"
@@ -85,7 +86,7 @@ class TransformPlan:
     catalog: Catalog
     tables: tuple[str, ...]
     """Wide tables to produce partials for, in output order (``t0_``, ``t1_``, ...)."""
-    payload_limit: int = 4096
+    payload_limit: int = PAYLOAD_LIMIT
     """Quarantined payloads are cut to this many bytes (their full size is kept beside them)."""
     fast_path: bool = True
     """Fold valid, on-time events through each topic's compiled handler (:mod:`.fastpath`); False
@@ -96,7 +97,9 @@ class TransformPlan:
             self.catalog.table(name)  # CatalogError naming the table if unknown
 
     @classmethod
-    def for_topics(cls, catalog: Catalog, topics: list[str], payload_limit: int = 4096) -> TransformPlan:
+    def for_topics(
+        cls, catalog: Catalog, topics: list[str], payload_limit: int = PAYLOAD_LIMIT
+    ) -> TransformPlan:
         """The plan for a slot group: every wide table its topics feed."""
         unknown = [t for t in topics if not catalog.has_topic(t)]
         if unknown:

@@ -61,7 +61,7 @@ def test_a_ready_gate() -> None:
 
 def test_finalize_arguments_and_success() -> None:
     runner = Recorder(0)
-    batch.run_finalize(runner, {"WIDEHOUSE_X": "1"}, "user_hourly", H9, include_late=True)
+    batch.finalize_job(runner, {"WIDEHOUSE_X": "1"}, "user_hourly", H9, include_late=True)
     assert runner.calls == [
         (
             ["finalize", "--table", "user_hourly", "--hour", "2026-11-22T09", "--include-late"],
@@ -82,15 +82,15 @@ def test_finalize_arguments_and_success() -> None:
 )
 def test_finalize_exit_codes(code: int, retryable: bool, words: str) -> None:
     with pytest.raises(JobFailedError) as info:
-        batch.run_finalize(Recorder(code), {}, "user_hourly", H9)
+        batch.finalize_job(Recorder(code), {}, "user_hourly", H9)
     assert info.value.code == code and info.value.retryable is retryable
     assert words in str(info.value) and "last line" in str(info.value) and "2026-11-22T09" in str(info.value)
 
 
 def test_daily_exit_codes() -> None:
-    batch.run_daily(Recorder(0), {}, dt.date(2026, 11, 22))
+    batch.daily_job(Recorder(0), {}, dt.date(2026, 11, 22))
     with pytest.raises(JobFailedError, match="daily 2026-11-22: exit code 2, bad input") as info:
-        batch.run_daily(Recorder(2), {}, dt.date(2026, 11, 22))
+        batch.daily_job(Recorder(2), {}, dt.date(2026, 11, 22))
     assert not info.value.retryable
 
 

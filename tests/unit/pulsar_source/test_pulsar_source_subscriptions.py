@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from widehouse.contracts.identity import app_of, subscription_name
 from widehouse.errors import ConfigError
 from widehouse.pulsar.positions import Mark, Position
 from widehouse.source.cleanup import AppSubscription, judge
@@ -11,10 +12,8 @@ from widehouse.source.subscriptions import (
     PROP_APP,
     PROP_HEARTBEAT,
     ack_target,
-    app_of,
     cursor_target,
     heartbeat_properties,
-    subscription_name,
 )
 
 

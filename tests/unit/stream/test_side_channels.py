@@ -7,11 +7,11 @@ import datetime as dt
 import pyarrow as pa
 import pytest
 
+from widehouse.contracts.tables import QUARANTINE_SHAPE
 from widehouse.settings import StreamSettings
 from widehouse.stream.control import WatermarkEvent, control_topic, event_from_progress
 from widehouse.stream.deadletter import dead_letter_topic, dead_letters, producer_name
 from widehouse.stream.producers import sequence_id
-from widehouse.stream.tables import QUARANTINE_SHAPE
 
 T0 = dt.datetime(2026, 11, 22, 9, 30, tzinfo=dt.UTC)  # `date -u -d 2026-11-22T09:30Z +%s` = 1795339800
 LOGIN = "persistent://social/events/login"

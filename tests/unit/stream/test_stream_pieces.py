@@ -10,13 +10,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from widehouse.commands.stream_cmd import add_arguments, resolve
+from widehouse.contracts.tables import GROUP_ROW
 from widehouse.errors import ConfigError
 from widehouse.settings import load_settings
 from widehouse.stream.merge import TopicStats
-from widehouse.stream.options import Fault
+from widehouse.stream.options import Fault, add_arguments, resolve_run
 from widehouse.stream.progress import PUBLISH_ALLOWANCE_MS, BatchIdentity, progress_rows
-from widehouse.stream.tables import GROUP_ROW
 
 T0 = 1_763_683_200_000  # 2025-11-21T00:00:00Z
 UTC = dt.UTC
@@ -127,22 +126,24 @@ def test_groups_come_from_the_plan(tmp_path: Path) -> None:
         )
     )
     settings = load_settings({"WIDEHOUSE_STATE_DIR": str(tmp_path)})
-    groups, options = resolve(_args("--plan", str(plan), "--group", "g002", "--available-now"), settings)
+    groups, options = resolve_run(
+        _args("--plan", str(plan), "--group", "g002", "--available-now"), settings.state_dir
+    )
     assert [(g.name, g.topics) for g in groups] == [("g002", ("persistent://a/b/d",))]
     assert options.available_now
-    groups, _ = resolve(_args("--all-groups"), settings)  # default plan: <state>/plan.json
+    groups, _ = resolve_run(_args("--all-groups"), settings.state_dir)  # default plan: <state>/plan.json
     assert [g.name for g in groups] == ["g001", "g002"]
 
 
 def test_argument_errors_say_what_to_do(tmp_path: Path) -> None:
     settings = load_settings({"WIDEHOUSE_STATE_DIR": str(tmp_path)})
     with pytest.raises(ConfigError, match=r"--group NAME .* or --all-groups"):
-        resolve(_args(), settings)
+        resolve_run(_args(), settings.state_dir)
     with pytest.raises(ConfigError, match=r"--plan .*plan.json: no such file"):
-        resolve(_args("--group", "g001"), settings)
+        resolve_run(_args("--group", "g001"), settings.state_dir)
     with pytest.raises(ConfigError, match="--topics needs exactly one --group"):
-        resolve(_args("--topics", "persistent://a/b/c"), settings)
-    groups, _ = resolve(
-        _args("--topics", "persistent://a/b/c, persistent://a/b/d", "--group", "adhoc"), settings
+        resolve_run(_args("--topics", "persistent://a/b/c"), settings.state_dir)
+    groups, _ = resolve_run(
+        _args("--topics", "persistent://a/b/c, persistent://a/b/d", "--group", "adhoc"), settings.state_dir
     )
     assert groups[0].topics == ("persistent://a/b/c", "persistent://a/b/d")

@@ -31,11 +31,12 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from widehouse.contracts.identity import OFFLINE_DATABASE
+
 if TYPE_CHECKING:
     from widehouse.batch.publish import PublishResult
     from widehouse.hbase.day import FamilyWrite
 
-DEFAULT_OFFLINE_DATABASE = "offline"
 STEPS = ("refresh-stream", "write-offline", "extract", "publish")
 LEASE_WAIT = 900.0
 """Seconds a daily run waits for the day's lease (an hourly HBase refresh, or another daily run)."""
@@ -47,7 +48,7 @@ class DailyRequest:
     table: str = "user_daily"
     salt_buckets: int | None = None
     """Overrides ``WIDEHOUSE_HBASE_SALT_BUCKETS`` (must match an existing day table's split)."""
-    offline_database: str = DEFAULT_OFFLINE_DATABASE
+    offline_database: str = OFFLINE_DATABASE
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     lease_wait: float = LEASE_WAIT
     """Seconds to wait while another run holds the day (then PeriodBusyError)."""
@@ -80,4 +81,4 @@ class DailyOutcome:
         )
 
 
-__all__ = ["DEFAULT_OFFLINE_DATABASE", "LEASE_WAIT", "STEPS", "DailyOutcome", "DailyRequest"]
+__all__ = ["LEASE_WAIT", "STEPS", "DailyOutcome", "DailyRequest"]

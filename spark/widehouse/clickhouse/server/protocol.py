@@ -84,7 +84,6 @@ CODES = {
     "UNSUPPORTED_MEDIA_TYPE": 779,
     "UNKNOWN_EXCEPTION": 1002,
 }
-_NAMES = {code: name for name, code in CODES.items()}
 
 # ClickHouse's src/Server/HTTP/exceptionCodeToHTTPStatus.cpp; everything else is 500.
 _STATUS_GROUPS: tuple[tuple[int, tuple[str, ...]], ...] = (
@@ -155,10 +154,6 @@ class QueryError(ClickHouseError):
 def http_status(code: int) -> int:
     """The HTTP status a ClickHouse server answers an error ``code`` with."""
     return _STATUS.get(code, 500)
-
-
-def error_name(code: int) -> str:
-    return _NAMES.get(code, "")
 
 
 def error_body(error: QueryError, version: str) -> bytes:

@@ -33,14 +33,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from widehouse.catalog import Catalog
+from widehouse.contracts.tables import COUNTS, LATE, PROGRESS, PROGRESS_SHAPE, QUARANTINE
 from widehouse.stream import merge
-from widehouse.stream.tables import (
-    COUNTS,
-    LATE,
-    PROGRESS,
-    PROGRESS_SHAPE,
-    QUARANTINE,
-)
 from widehouse.stream.transform import (
     KIND_LATE,
     KIND_QUARANTINE,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from widehouse.contracts.identity import app_checkpoint_root
 from widehouse.errors import PulsarError
 from widehouse.pulsar.positions import TopicPartition
 from widehouse.settings import StreamSettings
@@ -30,9 +31,9 @@ def start_after(spark: Any, stream: StreamSettings, group: str, topics: tuple[st
     whose plan gave the group no new topic, reads one checkpoint; a group that got new topics reads
     every group's of the app.
     """
-    app_root = f"{stream.checkpoint_root.rstrip('/')}/{stream.app}"
+    app_root = app_checkpoint_root(stream.checkpoint_root, stream.app)
     fs = _file_system(spark, app_root)
-    own = _group_checkpoint(spark, fs, group, f"{app_root}/{group}")
+    own = _group_checkpoint(spark, fs, group, stream.checkpoint(group))
     latest = own.pending or own.committed
     known = {tp.topic for tp in latest.partitions} if latest is not None else set()
     new = tuple(t for t in topics if TopicPartition.of(t).topic not in known)

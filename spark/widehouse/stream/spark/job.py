@@ -27,6 +27,7 @@ from typing import Any
 
 from widehouse import clickhouse
 from widehouse.catalog import Catalog, load_catalog
+from widehouse.contracts.identity import group_app_id
 from widehouse.errors import CheckpointError, ConfigError
 from widehouse.private import private_dir
 from widehouse.settings import Settings
@@ -132,7 +133,7 @@ class StreamApp:
         options = source_options(
             self.settings.pulsar,
             group.topics,
-            appId=f"{stream.app}-{group.name}",
+            appId=group_app_id(stream.app, group.name),
             startingOffsets=self.options.starting_offsets,
             maxMessagesPerTrigger=stream.max_messages,
             # topics moved here by a replan continue where their old group committed them

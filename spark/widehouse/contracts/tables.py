@@ -1,0 +1,249 @@
+"""Every internal table's name and shape, declared once.
+
+The catalog's wide tables are described by the catalog (:mod:`widehouse.clickhouse.ddl` for
+ClickHouse, :mod:`widehouse.catalog.schema` for Delta); the tables the pipeline adds are the
+:class:`~widehouse.shape.Shape` objects below, rendered to ClickHouse DDL, a Delta schema and an
+Arrow schema from this one declaration. The stream writes the first five, the batch layer the rest:
+
+==================  ================================  ===========================================
+what                ClickHouse (database ``wh``)      Delta (under WIDEHOUSE_DELTA_ROOT)
+==================  ================================  ===========================================
+partial wide rows   ``<table>_partial``               ``bronze/<table>_partials`` (by date, hour)
+quarantine          ``quarantine``                    ``bronze/quarantine`` (by publish date)
+late events         ``late_events``                   ``bronze/late_events`` (by event date)
+progress            ``stream_progress``               ``bronze/stream_progress`` (by batch date)
+per-hour counts     ``stream_counts``                 (ClickHouse only: read by reconciliation)
+sink marks          ``stream_sink_marks``             (ClickHouse only: tables a batch has written)
+ledger              ``finalized_periods``             (ClickHouse only: what is published)
+publications        ``publications``                  (ClickHouse only: prepared publications)
+reconciliation      ``reconciliation``                (ClickHouse only: counts per hour and topic)
+publish leases      ``publish_leases``                (ClickHouse only: one publisher per period)
+==================  ================================  ===========================================
+
+Every stream table carries the app, group and batch id of the micro-batch that wrote it, so a row
+can be traced to its batch, and replays are recognisable. What the rows mean and who writes them:
+:mod:`widehouse.stream.tables`, :mod:`widehouse.batch.ledger`, :mod:`widehouse.batch.lease`.
+"""
+
+from __future__ import annotations
+
+from widehouse.shape import Col, Shape
+
+# -- the stream's tables ------------------------------------------------------------------------
+
+QUARANTINE = "quarantine"
+LATE = "late_events"
+PROGRESS = "stream_progress"
+COUNTS = "stream_counts"
+MARKS = "stream_sink_marks"
+GROUP_ROW = "*"
+"""The ``topic`` of a progress row that describes the whole group (totals and the watermark)."""
+
+_BATCH = (
+    Col("app", "string", low_cardinality=True),
+    Col("group", "string", low_cardinality=True),
+    Col("batch_id", "uint64"),
+    Col("topic", "string", low_cardinality=True),
+)
+
+QUARANTINE_SHAPE = Shape(
+    QUARANTINE,
+    (
+        *_BATCH,
+        Col("message_id", "string"),
+        Col("publish_time", "timestamp"),
+        Col("reason", "string", low_cardinality=True),
+        Col("detail", "string"),
+        Col("payload", "binary"),
+        Col("payload_bytes", "uint64"),
+    ),
+    partition_by="publish_time",
+    order_by=("topic", "publish_time", "message_id"),
+    delta_indexed=6,
+)
+
+LATE_SHAPE = Shape(
+    LATE,
+    (
+        *_BATCH,
+        Col("message_id", "string"),
+        Col("publish_time", "timestamp"),
+        Col("event_time", "timestamp"),
+        Col("key", "string"),
+        Col("payload", "binary"),
+        Col("payload_bytes", "uint64"),
+    ),
+    partition_by="event_time",
+    order_by=("topic", "event_time", "message_id"),
+    delta_indexed=6,
+)
+
+PROGRESS_SHAPE = Shape(
+    PROGRESS,
+    (
+        *_BATCH,
+        Col("rows_in", "uint64"),
+        Col("rows_out", "uint64"),
+        Col("bad", "uint64"),
+        Col("late", "uint64"),
+        Col("lag", "uint64"),
+        Col("max_event_time", "timestamp", nullable=True),
+        Col("min_publish_time", "timestamp", nullable=True),
+        Col("max_publish_time", "timestamp", nullable=True),
+        Col("batch_time", "timestamp"),
+        Col("committed_at", "timestamp"),
+        Col("duration_ms", "uint64"),
+        Col("watermark", "timestamp"),
+    ),
+    partition_by="batch_time",
+    order_by=("app", "group", "batch_id", "topic"),
+    engine="ReplacingMergeTree(`committed_at`)",
+    delta_indexed=4,
+)
+
+SIDE_SHAPES: dict[str, Shape] = {s.name: s for s in (QUARANTINE_SHAPE, LATE_SHAPE, PROGRESS_SHAPE)}
+"""Every side table of the stream in both sinks, by name."""
+
+COUNTS_SHAPE = Shape(
+    COUNTS,
+    (
+        *_BATCH,
+        Col("publish_hour", "timestamp"),
+        Col("rows_in", "uint64"),
+        Col("rows_out", "uint64"),
+        Col("bad", "uint64"),
+        Col("late", "uint64"),
+    ),
+    partition_by="publish_hour",
+    order_by=("publish_hour", "topic", "app", "group", "batch_id"),
+    engine="ReplacingMergeTree",
+)
+"""Messages a batch read per (topic, publish hour): in = out (valid) + bad + late. ClickHouse only;
+the hourly reconciliation compares them with the broker and with the quarantine and late tables. A
+replayed batch writes the same rows, which the engine collapses (read with ``FINAL``)."""
+
+MARKS_SHAPE = Shape(
+    MARKS,
+    (
+        Col("app", "string", low_cardinality=True),
+        Col("group", "string", low_cardinality=True),
+        Col("batch_id", "uint64"),
+        Col("table", "string", low_cardinality=True),
+        Col("committed_at", "timestamp"),
+    ),
+    partition_by="committed_at",
+    order_by=("app", "group", "batch_id", "table"),
+    engine="ReplacingMergeTree",
+)
+"""One row per ClickHouse table a batch has written, inserted right after that table's insert. The
+group's last committed batch comes from ``stream_progress`` (written last); these marks tell, for the
+one batch a crash may have left half-written, which tables already hold it, so its replay skips them
+whatever happened to the deduplication window meanwhile (:mod:`widehouse.stream.commits`)."""
+
+STREAM_SHAPES: tuple[Shape, ...] = (*SIDE_SHAPES.values(), COUNTS_SHAPE, MARKS_SHAPE)
+"""Every ClickHouse table of the stream besides the catalog's wide tables."""
+
+# -- the batch layer's tables -------------------------------------------------------------------
+
+LEDGER = "finalized_periods"
+PUBLICATIONS = "publications"
+RECONCILIATION = "reconciliation"
+LEASES = "publish_leases"
+
+LEDGER_SHAPE = Shape(
+    LEDGER,
+    (
+        Col("table", "string", low_cardinality=True),
+        Col("period", "timestamp"),
+        Col("finalized_at", "timestamp"),
+        Col("run_id", "string"),
+        Col("kind", "string", low_cardinality=True),
+        Col("rows", "uint64"),
+        Col("forced", "boolean"),
+        Col("include_late", "boolean"),
+        Col("late_rows", "uint64"),
+        Col("reconciliation", "string", low_cardinality=True),
+        Col("note", "string"),
+    ),
+    partition_by="period",
+    order_by=("table", "period", "finalized_at"),
+)
+"""One row per publish of a period (hour or day) of a table: what was published, when, how. The
+analyst views read it (:func:`widehouse.clickhouse.ddl.analyst_view_ddl`)."""
+
+PUBLICATION_SHAPE = Shape(
+    PUBLICATIONS,
+    LEDGER_SHAPE.columns,
+    partition_by="period",
+    order_by=("table", "period", "finalized_at"),
+)
+"""The ledger row of each *prepared* publication (its rows staged in ``<T>_final``): a decided
+publication, committed to Delta and the ledger next (or rolled forward by the next run)."""
+
+RECONCILIATION_SHAPE = Shape(
+    RECONCILIATION,
+    (
+        Col("table", "string", low_cardinality=True),
+        Col("hour", "timestamp"),
+        Col("topic", "string", low_cardinality=True),
+        Col("run_id", "string"),
+        Col("checked_at", "timestamp"),
+        Col("broker", "uint64"),
+        Col("counted_in", "uint64"),
+        Col("valid", "uint64"),
+        Col("quarantined", "uint64"),
+        Col("late", "uint64"),
+        Col("status", "string", low_cardinality=True),
+        Col("detail", "string"),
+    ),
+    partition_by="hour",
+    order_by=("table", "hour", "topic", "checked_at"),
+)
+"""Per (table, hour, topic) and run: the broker's messages of the hour's publish-time range, what
+the stream counted in, and valid + quarantined + late; ``status`` ok / mismatch / accepted."""
+
+LEASE_SHAPE = Shape(
+    LEASES,
+    (
+        Col("table", "string", low_cardinality=True),
+        Col("period", "timestamp"),
+        Col("generation", "uint64"),
+        Col("event", "string", low_cardinality=True),  # claim | renew | release
+        Col("holder", "string"),
+        Col("host", "string"),
+        Col("pid", "uint64"),
+        Col("at", "timestamp"),
+        Col("expires_at", "timestamp"),
+    ),
+    partition_by="period",
+    order_by=("table", "period", "generation"),
+)
+"""Claims, renewals and releases of publish leases (one generation = one holder)."""
+
+BATCH_SHAPES: tuple[Shape, ...] = (LEDGER_SHAPE, PUBLICATION_SHAPE, RECONCILIATION_SHAPE, LEASE_SHAPE)
+"""Every ClickHouse table of the batch layer."""
+
+__all__ = [
+    "BATCH_SHAPES",
+    "COUNTS",
+    "COUNTS_SHAPE",
+    "GROUP_ROW",
+    "LATE",
+    "LATE_SHAPE",
+    "LEASES",
+    "LEASE_SHAPE",
+    "LEDGER",
+    "LEDGER_SHAPE",
+    "MARKS",
+    "MARKS_SHAPE",
+    "PROGRESS",
+    "PROGRESS_SHAPE",
+    "PUBLICATIONS",
+    "PUBLICATION_SHAPE",
+    "QUARANTINE",
+    "QUARANTINE_SHAPE",
+    "RECONCILIATION",
+    "RECONCILIATION_SHAPE",
+    "SIDE_SHAPES",
+    "STREAM_SHAPES",
+]
