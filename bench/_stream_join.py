@@ -15,30 +15,18 @@ from typing import Any
 import pyarrow as pa
 
 from widehouse import clickhouse
-from widehouse.catalog import HOUR_MS, Accepted, Catalog, load_catalog, parse_event
+from widehouse.catalog import Accepted, Catalog, load_catalog, parse_event
 from widehouse.catalog.filters import Path as FieldPath
 from widehouse.clickhouse.ddl import apply_ddl
+from widehouse.contracts.periods import HOUR_MS
+from widehouse.contracts.types import CLICKHOUSE_TYPES, KIND_TYPES, arrow_type
 from widehouse.generator.core import TrafficGenerator
 from widehouse.generator.manifest import diff_rows
 from widehouse.generator.options import GenerateOptions
 from widehouse.stream.transform import reference_rows
 
-CH_TYPES = {
-    "long": "Nullable(Int64)",
-    "int": "Nullable(Int32)",
-    "double": "Nullable(Float64)",
-    "string": "Nullable(String)",
-    "boolean": "Nullable(Bool)",
-    "timestamp-ms": "Nullable(DateTime64(3, 'UTC'))",
-}
-ARROW = {
-    "long": pa.int64(),
-    "int": pa.int32(),
-    "double": pa.float64(),
-    "string": pa.string(),
-    "boolean": pa.bool_(),
-    "timestamp-ms": pa.timestamp("ms", tz="UTC"),
-}
+CH_TYPES = {kind: f"Nullable({ch})" for kind, ch in CLICKHOUSE_TYPES.items()}
+ARROW = {kind: arrow_type(t.hbase) for kind, t in KIND_TYPES.items()}  # timestamps in ms, as ClickHouse's
 TABLE = "user_hourly"
 
 

@@ -46,9 +46,9 @@ def idiomatic_rows(df: Any, catalog: Any, topics: list[str]) -> Any:
     """The wide rows of ``TABLE`` built the way a Spark user would, without Widehouse's transform."""
     from pyspark.sql import functions as F  # noqa: N812 - the name every Spark reader knows
 
-    from widehouse.catalog import HOUR_MS
     from widehouse.catalog.filters import backtick_path
     from widehouse.catalog.spark import topic_schema
+    from widehouse.contracts.periods import HOUR_MS
 
     wide = catalog.table(TABLE)
     rules = catalog.rules

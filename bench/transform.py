@@ -25,7 +25,8 @@ def source_batches(events: int, rows: int = 8192) -> tuple[Any, list[Any]]:
     """The catalog and ``events`` generated messages as the source's Arrow batches."""
     import pyarrow as pa
 
-    from widehouse.catalog import HOUR_MS, load_catalog
+    from widehouse.catalog import load_catalog
+    from widehouse.contracts.periods import HOUR_MS
     from widehouse.generator.core import TrafficGenerator
     from widehouse.generator.options import GenerateOptions
 

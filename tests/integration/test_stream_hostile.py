@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.integration.stream_support import Deployment
-from widehouse.catalog import DAY_MS, HOUR_MS
+from widehouse.contracts.periods import DAY_MS, HOUR_MS
 from widehouse.contracts.tables import LATE, PROGRESS, QUARANTINE
 from widehouse.settings import Settings
 

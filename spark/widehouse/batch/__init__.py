@@ -1,6 +1,6 @@
 """The batch layer: finalize hours, merge the day with Hive through HBase, publish to both stores.
 
-- :mod:`.periods` parses and checks hours and days given by users.
+- Hours and days (parse, check, ranges) are :mod:`widehouse.contracts.periods`'.
 - :mod:`.gate` decides from the stream's progress rows whether an hour may be finalized.
 - :mod:`.broker` counts what Pulsar holds for a publish-time range; :mod:`.reconcile` compares it
   with what the stream counted in and with the valid, quarantined and late rows.

@@ -6,8 +6,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING
 
-from widehouse.batch.periods import sql_time
 from widehouse.clickhouse.ddl import merge_expression, q, table_names
+from widehouse.contracts.periods import sql_time
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -36,11 +36,11 @@ from widehouse.batch.final_rows import final_hour_rows
 from widehouse.batch.gate import Gate, check
 from widehouse.batch.late import LatePartials, late_partials
 from widehouse.batch.lease import acquire
-from widehouse.batch.periods import as_hour
 from widehouse.batch.publish import PublishResult, RunInfo, SilverWriter, publish, recover
 from widehouse.batch.reconcile import Reconciliation, reconcile
 from widehouse.clickhouse.analyst import ensure_analyst_views
 from widehouse.clickhouse.ddl import q, table_names
+from widehouse.contracts.periods import as_hour, hour_text
 from widehouse.contracts.tables import RECONCILIATION_SHAPE
 from widehouse.errors import ConfigError, NotReadyError, ReconciliationError
 from widehouse.stream.tables import ensure_clickhouse
@@ -91,7 +91,7 @@ class FinalizeOutcome:
                 f"{self.recovered.finalized_at.isoformat()}, {self.recovered.rows} row(s))"
             )
         lines += [
-            f"{self.published.table} {self.published.period:%Y-%m-%dT%H}: {self.published.rows} final row(s) "
+            f"{self.published.table} {hour_text(self.published.period)}: {self.published.rows} final row(s) "
             f"published (finalized_at {self.published.finalized_at.isoformat()})",
             f"  gate: {self.gate.message}",
             "  reconciliation: " + self.reconciliation.summary().replace("\n", "\n  "),

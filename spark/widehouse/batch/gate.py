@@ -15,7 +15,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from widehouse.batch.periods import HOUR, as_hour, sql_time
+from widehouse.contracts.periods import HOUR, as_hour, hour_text, sql_time
 from widehouse.contracts.tables import GROUP_ROW, PROGRESS
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ class Gate:
 
     @property
     def message(self) -> str:
-        hour = self.hour.strftime("%Y-%m-%dT%H")
+        hour = hour_text(self.hour)
         if not self.groups:
             return (
                 f"{self.table} {hour}: no slot group feeds this table yet (no plan group holds its "

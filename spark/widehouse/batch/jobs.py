@@ -21,6 +21,7 @@ import argparse
 import sys
 
 from widehouse.contracts.identity import OFFLINE_DATABASE
+from widehouse.contracts.periods import day_argument, hour_argument
 from widehouse.errors import MissingInputError, NotReadyError, ReconciliationError
 from widehouse.settings import Settings
 
@@ -35,7 +36,9 @@ EXIT_MISSING_INPUT = EXIT_BAD_INPUT
 def add_finalize_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``widehouse finalize`` and ``finalize_hour.py``."""
     parser.add_argument("--table", required=True, help="hourly wide table of the catalog, e.g. user_hourly")
-    parser.add_argument("--hour", required=True, help="UTC hour YYYY-MM-DDTHH, e.g. 2026-11-22T09")
+    parser.add_argument(
+        "--hour", required=True, type=hour_argument, help="UTC hour YYYY-MM-DDTHH, e.g. 2026-11-22T09"
+    )
     parser.add_argument(
         "--force", action="store_true", help="finalize even if a group's watermark is behind (recorded)"
     )
@@ -55,12 +58,11 @@ def finalize(args: argparse.Namespace, settings: Settings) -> int:
     """Run the finalize use case and print its outcome; returns the exit code."""
     from widehouse.batch.finalize import FinalizeRequest
     from widehouse.batch.lease import PeriodBusyError
-    from widehouse.batch.periods import parse_hour
     from widehouse.batch.spark import run_finalize  # Spark only when it really runs
 
     request = FinalizeRequest(
         table=args.table,
-        hour=parse_hour(args.hour),
+        hour=args.hour,
         force=args.force,
         include_late=args.include_late,
         accept_mismatch=args.accept_mismatch,
@@ -83,7 +85,7 @@ def finalize(args: argparse.Namespace, settings: Settings) -> int:
 
 def add_daily_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``widehouse daily`` and ``daily_merge.py``."""
-    parser.add_argument("--day", required=True, help="UTC day YYYY-MM-DD, e.g. 2026-11-22")
+    parser.add_argument("--day", required=True, type=day_argument, help="UTC day YYYY-MM-DD, e.g. 2026-11-22")
     parser.add_argument("--table", default="user_daily", help="daily wide table of the catalog (user_daily)")
     parser.add_argument(
         "--salt-buckets",
@@ -101,11 +103,10 @@ def daily(args: argparse.Namespace, settings: Settings) -> int:
     from widehouse.batch.daily import DailyRequest
     from widehouse.batch.daily.spark import run_daily_job
     from widehouse.batch.lease import PeriodBusyError
-    from widehouse.batch.periods import parse_day
     from widehouse.hbase.keys import check_buckets
 
     request = DailyRequest(
-        day=parse_day(args.day),
+        day=args.day,
         table=args.table,
         salt_buckets=None if args.salt_buckets is None else check_buckets(args.salt_buckets),
         offline_database=args.offline_database,

@@ -12,7 +12,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from widehouse.batch.periods import HOUR, as_hour, sql_time
+from widehouse.contracts.periods import HOUR, as_hour, sql_time
 from widehouse.contracts.tables import LATE
 
 if TYPE_CHECKING:

@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from widehouse.batch.periods import sql_time
+from widehouse.contracts.periods import sql_time
 from widehouse.contracts.tables import LEASE_SHAPE, LEASES
 from widehouse.errors import BatchError
 

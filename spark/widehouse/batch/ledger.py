@@ -18,7 +18,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
-from widehouse.batch.periods import HOUR, hours_of, sql_time
+from widehouse.contracts.periods import HOUR, hours_of, sql_time
 from widehouse.contracts.tables import BATCH_SHAPES, LEDGER, PUBLICATIONS
 
 if TYPE_CHECKING:

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from widehouse.batch import ledger
-from widehouse.batch.periods import day_start, sql_time
 from widehouse.catalog.schema import arrow_schema, final_columns
 from widehouse.clickhouse.ddl import q, table_names
+from widehouse.contracts.periods import day_start, sql_time
 from widehouse.contracts.tables import LEDGER_SHAPE, PUBLICATION_SHAPE
 from widehouse.errors import BatchError
 

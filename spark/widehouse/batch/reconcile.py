@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from widehouse.batch.broker import messages_between
-from widehouse.batch.periods import HOUR, as_hour, sql_time
+from widehouse.contracts.periods import HOUR, as_hour, hour_text, sql_time
 from widehouse.contracts.tables import COUNTS, LATE, QUARANTINE
 
 if TYPE_CHECKING:
@@ -77,9 +77,9 @@ class Reconciliation:
     def summary(self) -> str:
         if self.ok:
             total = sum(t.broker for t in self.topics)
-            head = f"{self.table} {self.hour:%Y-%m-%dT%H}: {len(self.topics)} topic(s)"
+            head = f"{self.table} {hour_text(self.hour)}: {len(self.topics)} topic(s)"
             return f"{head}, {total} message(s), all reconciled"
-        lines = [f"{self.table} {self.hour:%Y-%m-%dT%H}: {len(self.mismatches)} topic(s) do not reconcile:"]
+        lines = [f"{self.table} {hour_text(self.hour)}: {len(self.mismatches)} topic(s) do not reconcile:"]
         lines += [f"  {t.topic}: {'; '.join(t.problems)}" for t in self.mismatches]
         return "\n".join(lines)
 

@@ -7,7 +7,7 @@ import datetime as dt
 import logging
 from typing import TYPE_CHECKING
 
-from widehouse.batch.periods import day_start
+from widehouse.contracts.periods import day_start
 
 if TYPE_CHECKING:
     from collections.abc import Callable

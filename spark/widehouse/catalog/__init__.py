@@ -8,9 +8,7 @@ is derived from it. This package is light: no pyspark (see :mod:`widehouse.catal
 from __future__ import annotations
 
 from widehouse.catalog.eventtime import (
-    DAY_MS,
     DEFAULT_RULES,
-    HOUR_MS,
     EventTimeRules,
     classify_event_time,
     day_start,
@@ -42,9 +40,7 @@ from widehouse.catalog.types import Field, FieldType
 
 __all__ = [
     "AGGREGATES",
-    "DAY_MS",
     "DEFAULT_RULES",
-    "HOUR_MS",
     "OVERFLOW",
     "QUARANTINE_REASONS",
     "REJECTION_REASONS",

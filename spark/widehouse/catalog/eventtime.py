@@ -17,9 +17,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from widehouse.contracts import values
-
-HOUR_MS = 3_600_000
-DAY_MS = 86_400_000
+from widehouse.contracts.periods import DAY_MS, HOUR_MS
 
 Verdict = Literal["ok", "late", "bad"]
 

@@ -14,6 +14,7 @@ import re
 from datetime import date
 
 from widehouse.catalog.model import OfflineSource
+from widehouse.contracts.periods import PeriodError, parse_day
 from widehouse.errors import CatalogError
 
 _DB_RE = re.compile(r"[a-z_][a-z0-9_]{0,62}")  # fullmatch
@@ -34,7 +35,7 @@ def day_parameter(day: date | str) -> dict[str, str]:
     """The named parameters for an offline query: ``{"day": "YYYY-MM-DD"}`` (validated)."""
     text = day.isoformat() if isinstance(day, date) else str(day)
     try:
-        date.fromisoformat(text)
-    except ValueError as exc:
+        parse_day(text)
+    except PeriodError as exc:
         raise CatalogError(f"day {text!r} is not a date YYYY-MM-DD") from exc
     return {"day": text}

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from widehouse.catalog.model import WideColumn, WideTable
-from widehouse.catalog.types import SPARK_VALUE_TYPES
+from widehouse.contracts.types import ARROW_OF_SPARK, SPARK_VALUE_TYPES, arrow_type
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -85,24 +85,12 @@ def hbase_columns(table: WideTable) -> dict[str, bytes]:
     return columns
 
 
-_ARROW_OF_SPARK = {
-    "bigint": "int64",
-    "int": "int32",
-    "double": "float64",
-    "string": "string",
-    "boolean": "bool_",
-    "timestamp": "timestamp",
-    "date": "date32",
-}
-
-
 def arrow_schema(columns: list[ColumnSpec]) -> pa.Schema:
     """The Arrow schema of Spark-typed columns (timestamps in µs, UTC), e.g. of :func:`final_columns`."""
     import pyarrow as pa
 
     fields = []
     for column in columns:
-        name = _ARROW_OF_SPARK[column.spark_type]
-        kind = pa.timestamp("us", tz="UTC") if name == "timestamp" else getattr(pa, name)()
+        kind = arrow_type(ARROW_OF_SPARK[column.spark_type])
         fields.append(pa.field(column.name, kind, nullable=column.nullable))
     return pa.schema(fields)

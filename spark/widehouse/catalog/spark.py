@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from widehouse.catalog.model import Topic, WideTable
 from widehouse.catalog.schema import ColumnSpec, final_columns, partial_columns
 from widehouse.catalog.types import Field, FieldType
+from widehouse.contracts.types import SPARK_PAYLOAD_TYPES
 
 if TYPE_CHECKING:
     from pyspark.sql.types import DataType, StructType
@@ -21,16 +22,8 @@ if TYPE_CHECKING:
 def _payload_type(kind: FieldType) -> DataType:
     from pyspark.sql import types
 
-    scalars: dict[str, DataType] = {
-        "long": types.LongType(),
-        "int": types.IntegerType(),
-        "double": types.DoubleType(),
-        "string": types.StringType(),
-        "boolean": types.BooleanType(),
-        "timestamp-ms": types.LongType(),
-    }
-    if kind.kind in scalars:
-        return scalars[kind.kind]
+    if kind.kind in SPARK_PAYLOAD_TYPES:
+        return spark_type(SPARK_PAYLOAD_TYPES[kind.kind])
     if kind.kind == "array":
         assert kind.element is not None
         return types.ArrayType(_payload_type(kind.element), containsNull=True)

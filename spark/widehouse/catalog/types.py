@@ -1,4 +1,4 @@
-"""Field types of topic payloads, and how each maps to Spark, Delta and ClickHouse.
+"""Field types of topic payloads (how each scalar maps to a store: :mod:`widehouse.contracts.types`).
 
 Scalars: ``long`` (int64), ``int`` (int32), ``double``, ``string``, ``boolean``, ``timestamp-ms``
 (epoch milliseconds as a JSON integer). Containers: ``array<T>``, ``map<string,T>`` (JSON objects
@@ -13,7 +13,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-SCALARS: tuple[str, ...] = ("long", "int", "double", "string", "boolean", "timestamp-ms")
+from widehouse.contracts.types import KIND_TYPES, SPARK_PAYLOAD_TYPES
+
+SCALARS: tuple[str, ...] = tuple(KIND_TYPES)
 NUMERIC: frozenset[str] = frozenset({"long", "int", "double"})
 INTEGRAL: frozenset[str] = frozenset({"long", "int", "timestamp-ms"})
 ORDERED: frozenset[str] = frozenset({"long", "int", "double", "string", "timestamp-ms"})
@@ -21,26 +23,6 @@ ORDERED: frozenset[str] = frozenset({"long", "int", "double", "string", "timesta
 IDENTIFIER_RE = re.compile(r"[a-z][a-z0-9_]{0,62}")  # always fullmatch: `$` lets "name\n" pass
 INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)
-
-# Spark SQL type of a scalar *inside a topic payload* (timestamps arrive as epoch-ms numbers) ...
-SPARK_PAYLOAD_TYPES = {
-    "long": "bigint",
-    "int": "int",
-    "double": "double",
-    "string": "string",
-    "boolean": "boolean",
-    "timestamp-ms": "bigint",
-}
-# ... and of a value in a wide row, partial or final (timestamps are real timestamps there).
-SPARK_VALUE_TYPES = {**SPARK_PAYLOAD_TYPES, "timestamp-ms": "timestamp"}
-CLICKHOUSE_TYPES = {
-    "long": "Int64",
-    "int": "Int32",
-    "double": "Float64",
-    "string": "String",
-    "boolean": "Bool",
-    "timestamp-ms": "DateTime64(3, 'UTC')",
-}
 
 
 def check_identifier(name: object) -> str | None:

@@ -44,8 +44,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from widehouse.catalog.model import Catalog, WideColumn, WideTable
-from widehouse.catalog.types import CLICKHOUSE_TYPES
 from widehouse.contracts.tables import LEDGER, LEDGER_SHAPE
+from widehouse.contracts.types import CLICKHOUSE_TYPES
 from widehouse.errors import CatalogError
 from widehouse.shape import TYPES, Shape
 

@@ -11,6 +11,7 @@ from typing import Any
 from widehouse.commands.table import render
 from widehouse.commands.ticker import Ticker, rate_text
 from widehouse.contracts.identity import OFFLINE_DATABASE
+from widehouse.contracts.periods import PeriodError, parse_day, parse_moment
 from widehouse.errors import ConfigError
 from widehouse.generator.badinput import BAD_CLASSES
 from widehouse.generator.options import GenerateOptions
@@ -108,13 +109,11 @@ def parse_base_time(value: str | None) -> int | None:
     if re.fullmatch(r"\d{12,14}", value):
         return int(value)
     try:
-        moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError as exc:
+        moment = parse_moment(value, "--base-time")
+    except PeriodError as exc:
         raise ConfigError(
             f"--base-time {value!r} is neither epoch milliseconds nor an ISO 8601 time"
         ) from exc
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=dt.UTC)
     return int(moment.timestamp() * 1000)
 
 
@@ -209,12 +208,12 @@ def run_offline(args: argparse.Namespace, settings: Settings) -> int:
 
     if args.manifest is not None:
         manifest = Manifest.load(args.manifest)
-        days = tuple(dt.date.fromisoformat(d) for d in manifest.data["periods"]["days"])
+        days = tuple(parse_day(d, "manifest day") for d in manifest.data["periods"]["days"])
         spec = OfflineSpec(
             users=manifest.data["options"]["users"], days=days, seed=manifest.data["options"]["seed"]
         )
     else:
-        until = dt.date.fromisoformat(args.until) if args.until else dt.datetime.now(dt.UTC).date()
+        until = parse_day(args.until, "--until") if args.until else dt.datetime.now(dt.UTC).date()
         if not 1 <= args.days <= 366:
             raise ConfigError(f"--days {args.days} must be between 1 and 366")
         days = tuple(until - dt.timedelta(days=i) for i in reversed(range(args.days)))

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from widehouse.batch.finalize import BatchContext, FinalizeRequest, finalize_hour
+from widehouse.contracts.periods import hour_text
 from widehouse.demo.result import DemoResult, Section
 from widehouse.generator.manifest import Manifest, diff_rows
 
@@ -32,7 +33,7 @@ def finalize_demo_hours(
         hours = sorted({dt.datetime.fromtimestamp(ms / 1000, dt.UTC) for _, ms in want})
         for hour in hours:
             outcome = finalize_hour(ctx, FinalizeRequest(table.name, hour, force=True))
-            say(f"  finalized {table.name} {hour:%Y-%m-%dT%H}: {outcome.published.rows} rows (forced)")
+            say(f"  finalized {table.name} {hour_text(hour)}: {outcome.published.rows} rows (forced)")
             done.append(hour)
         view = {
             (r[table.key_name], r[table.period]): r

@@ -33,6 +33,7 @@ from typing import Any
 import orjson
 
 from widehouse.catalog.model import Topic
+from widehouse.contracts.periods import DAY_MS
 
 LABEL_PROPERTY = "wh_label"
 OK = "ok"
@@ -132,8 +133,8 @@ def make_bad(  # noqa: PLR0911 - one return per class
         choices = [
             0,
             -rng.randint(1, 10**12),
-            planned_ms + 86_400_000 + rng.randint(0, 30 * 86_400_000),
-            planned_ms - max_age_ms - 86_400_000 - rng.randint(0, 300 * 86_400_000),
+            planned_ms + DAY_MS + rng.randint(0, 30 * DAY_MS),
+            planned_ms - max_age_ms - DAY_MS - rng.randint(0, 300 * DAY_MS),
         ]
         return orjson.dumps(_document(topic, key, rng.choice(choices), values))
     if label == "wrong_type":

@@ -25,10 +25,11 @@ from typing import Any
 import numpy as np
 import orjson
 
-from widehouse.catalog.eventtime import DAY_MS, HOUR_MS, iso_utc
+from widehouse.catalog.eventtime import iso_utc
 from widehouse.catalog.model import Catalog, Topic
 from widehouse.catalog.semantics.fold import ColumnRule, WideRows, compile_rules
 from widehouse.catalog.semantics.parse import Accepted, parse_event
+from widehouse.contracts.periods import DAY_MS, HOUR_MS
 from widehouse.errors import ConfigError
 from widehouse.generator.badinput import (
     BAD_CLASSES,

@@ -12,8 +12,7 @@ import random
 from typing import Any
 
 from widehouse.catalog.types import Field, FieldType, GenHints
-
-DAY_MS = 86_400_000
+from widehouse.contracts.periods import DAY_MS
 
 
 def seeded(*parts: object) -> random.Random:

@@ -24,29 +24,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from widehouse.contracts.types import KIND_TYPES
+from widehouse.contracts.types import arrow_type as contract_arrow_type
 from widehouse.errors import HBaseError
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-KINDS = ("count", "long", "int", "double", "string", "boolean", "timestamp-ms")
+_CELL_TYPES = {"count": "int64", **{k: t.hbase for k, t in KIND_TYPES.items()}}
+KINDS = tuple(_CELL_TYPES)
 
 
 def arrow_type(kind: str) -> pa.DataType:
-    import pyarrow as pa
-
-    types = {
-        "count": pa.int64(),
-        "long": pa.int64(),
-        "int": pa.int32(),
-        "double": pa.float64(),
-        "string": pa.string(),
-        "boolean": pa.bool_(),
-        "timestamp-ms": pa.timestamp("ms", tz="UTC"),
-    }
-    if kind not in types:
+    """The Arrow type of a day-table value kind (a catalog kind, or ``count``)."""
+    if kind not in _CELL_TYPES:
         raise HBaseError(f"unknown day-table value kind {kind!r}; expected one of {', '.join(KINDS)}")
-    return types[kind]
+    return contract_arrow_type(_CELL_TYPES[kind])
 
 
 def encode_column(values: pa.Array | pa.ChunkedArray, kind: str) -> list[bytes | None]:

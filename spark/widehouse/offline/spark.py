@@ -23,6 +23,8 @@ from widehouse.catalog.model import Catalog, WideTable
 from widehouse.catalog.offline import day_parameter, render_offline_sql
 from widehouse.catalog.spark import spark_type
 from widehouse.contracts.identity import OFFLINE_DATABASE
+from widehouse.contracts.periods import DAY, DAY_MS, day_start
+from widehouse.contracts.types import SPARK_VALUE_TYPES
 from widehouse.errors import CatalogError, ConfigError
 from widehouse.generator.options import uid_of
 from widehouse.generator.values import seeded
@@ -74,10 +76,6 @@ class OfflineSpec:
 
 
 # ------------------------------------------------------------------------------ data, in Python
-def _day_start(day: dt.date) -> dt.datetime:
-    return dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC)
-
-
 def profile_rows(spec: OfflineSpec) -> Iterator[tuple[Any, ...]]:
     """(uid, nickname, country, language, gender, birth_year, register_time, user_level, vip_level,
     is_anchor, dt): one snapshot row per user per day."""
@@ -88,7 +86,7 @@ def profile_rows(spec: OfflineSpec) -> Iterator[tuple[Any, ...]]:
         gender = static.choices(["male", "female", "unknown"], weights=[55, 40, 5])[0]
         birth_year = static.randint(1970, 2008)
         first_day = min(spec.days)
-        span = max(1, int((_day_start(first_day) - EPOCH).total_seconds()))
+        span = max(1, int((day_start(first_day) - EPOCH).total_seconds()))
         register = EPOCH + dt.timedelta(seconds=static.randrange(span))
         level0, vip = static.randint(1, 40), static.choices([0, 1, 2, 3, 5], weights=[80, 8, 6, 4, 2])[0]
         is_anchor = static.random() < 0.05
@@ -123,7 +121,7 @@ def payment_rows(spec: OfflineSpec) -> Iterator[tuple[Any, ...]]:
             for n in range(orders):
                 product, price = rng.choices(PRODUCTS, weights=[40, 30, 15, 10, 5])[0]
                 status = rng.choices(["success", "failed", "refunded"], weights=[85, 10, 5])[0]
-                pay_time = _day_start(day) + dt.timedelta(milliseconds=rng.randrange(86_400_000))
+                pay_time = day_start(day) + dt.timedelta(milliseconds=rng.randrange(DAY_MS))
                 currency = rng.choice(["USD", "IDR", "INR", "PKR", "EGP"])
                 yield (
                     f"{uid}-{day:%Y%m%d}-{n}",
@@ -141,7 +139,7 @@ def payment_rows(spec: OfflineSpec) -> Iterator[tuple[Any, ...]]:
 def social_rows(spec: OfflineSpec) -> Iterator[tuple[Any, ...]]:
     """(uid, peer_uid, relation, created_time, dt): each day's snapshot of the follow/block graph."""
     edges: list[tuple[int | str, int | str, str, dt.datetime]] = []
-    last = _day_start(max(spec.days)) + dt.timedelta(days=1)
+    last = day_start(max(spec.days)) + DAY
     for index in range(spec.users):
         uid = uid_of(index)
         rng = seeded(spec.seed, "social", uid)
@@ -156,7 +154,7 @@ def social_rows(spec: OfflineSpec) -> Iterator[tuple[Any, ...]]:
             created = last - dt.timedelta(seconds=1 + rng.randrange(window))
             edges.append((uid, uid_of(peer), relation, created))
     for day in spec.days:
-        end = _day_start(day) + dt.timedelta(days=1)
+        end = day_start(day) + DAY
         for source, target, relation, created in edges:
             if created < end:
                 yield (source, target, relation, created, day.isoformat())
@@ -239,7 +237,7 @@ def offline_frame(
                 f"source {source.name}) expects {wanted}"
             )
         expected = {key: spark_type("bigint" if table.key_type == "long" else "string")}
-        expected.update({c.name: spark_type(_spark_name(c.type)) for c in source.columns})
+        expected.update({c.name: spark_type(SPARK_VALUE_TYPES[c.type]) for c in source.columns})
         wrong = [
             f"{name} is {frame.schema[name].dataType.simpleString()}, not {kind.simpleString()}"
             for name, kind in expected.items()
@@ -251,17 +249,6 @@ def offline_frame(
         result = frame if result is None else result.join(frame, on=key, how="full_outer")
     assert result is not None
     return result.select(key, *(c.name for c in table.offline_columns))
-
-
-def _spark_name(type_name: str) -> str:
-    return {
-        "long": "bigint",
-        "int": "int",
-        "double": "double",
-        "string": "string",
-        "boolean": "boolean",
-        "timestamp-ms": "timestamp",
-    }[type_name]
 
 
 def missing_partitions(spark: SparkSession, table: WideTable, day: dt.date, database: str) -> list[str]:

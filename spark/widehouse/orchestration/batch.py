@@ -19,12 +19,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from widehouse.batch.jobs import EXIT_BAD_INPUT, EXIT_BUSY, EXIT_MISMATCH, EXIT_MISSING_INPUT, EXIT_NOT_READY
-from widehouse.errors import ConfigError, JobFailedError
+from widehouse.contracts.periods import as_hour, hour_text
+from widehouse.errors import JobFailedError
 from widehouse.orchestration.runner import Runner
-
-HOUR = dt.timedelta(hours=1)
-MAX_HOURS = 24 * 31
-"""Most hours one manual re-finalize may cover (a bigger range is a backfill)."""
 
 _BUSY = "busy: another run holds the period's publish lease (one publisher per table and period)"
 FINALIZE_MEANING = {
@@ -53,34 +50,10 @@ GateFn = Callable[[Any, Any, str, dt.datetime], Any]
 """``widehouse.batch.gate.hour_gate(settings, catalog, table, hour) -> Gate`` (injectable)."""
 
 
-def utc_hour(value: dt.datetime) -> dt.datetime:
-    """``value`` as a whole UTC hour (Airflow passes aware datetimes; naive means UTC)."""
-    aware = value if value.tzinfo else value.replace(tzinfo=dt.UTC)
-    aware = aware.astimezone(dt.UTC)
-    if aware.minute or aware.second or aware.microsecond:
-        raise ConfigError(f"hour {value.isoformat()} is not the start of an hour")
-    return dt.datetime(aware.year, aware.month, aware.day, aware.hour, tzinfo=dt.UTC)
-
-
 def hour_arg(hour: dt.datetime) -> str:
-    """The ``--hour`` argument of ``widehouse finalize`` (``YYYY-MM-DDTHH``)."""
-    return utc_hour(hour).strftime("%Y-%m-%dT%H")
-
-
-def hours_between(first: dt.datetime, last: dt.datetime) -> list[dt.datetime]:
-    """Every hour from ``first`` to ``last`` inclusive (both truncated to the hour)."""
-
-    def floor(value: dt.datetime) -> dt.datetime:
-        aware = (value if value.tzinfo else value.replace(tzinfo=dt.UTC)).astimezone(dt.UTC)
-        return aware.replace(minute=0, second=0, microsecond=0)
-
-    start, end = floor(first), floor(last)
-    if end < start:
-        raise ConfigError(f"the range ends ({end.isoformat()}) before it starts ({start.isoformat()})")
-    count = int((end - start) / HOUR) + 1
-    if count > MAX_HOURS:
-        raise ConfigError(f"{count} hours is more than {MAX_HOURS}; use a backfill for longer ranges")
-    return [start + i * HOUR for i in range(count)]
+    """The ``--hour`` argument of ``widehouse finalize`` (``YYYY-MM-DDTHH``; Airflow's hours are
+    aware, naive means UTC; a time inside an hour is refused)."""
+    return hour_text(as_hour(hour, assume_utc=True))
 
 
 def check_gate(
@@ -91,7 +64,7 @@ def check_gate(
         from widehouse.batch.gate import hour_gate  # the batch layer's light gate (no Spark)
 
         gate = hour_gate
-    answer = gate(settings, catalog, table, utc_hour(hour))
+    answer = gate(settings, catalog, table, as_hour(hour, assume_utc=True))
     waiting = {g: w for g, w in answer.groups.items() if w is None or w < answer.needed}
     detail = ", ".join(
         f"{g} at {w.isoformat() if w else 'nothing committed'}" for g, w in sorted(waiting.items())

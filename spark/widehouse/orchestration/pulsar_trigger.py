@@ -79,7 +79,7 @@ class PulsarWatermarkTrigger(BaseEventTrigger):
 
     # -- blocking parts (run in threads) ------------------------------------------------------
     def _prepare(self) -> tuple[Any, HourWatch, str]:
-        from widehouse.batch.periods import as_hour
+        from widehouse.contracts.periods import parse_hour
         from widehouse.orchestration.tasks import deployment_catalog
         from widehouse.settings import load_settings
 
@@ -90,7 +90,7 @@ class PulsarWatermarkTrigger(BaseEventTrigger):
             raise ConfigError(
                 "WIDEHOUSE_STREAM_CONTROL_TOPIC is empty: the streams publish no watermark events"
             )
-        start = as_hour(dt.datetime.fromisoformat(self.start_hour.replace("Z", "+00:00")))
+        start = parse_hour(self.start_hour, "start_hour")
         if self.use_ledger:
             start = self._next_from_ledger(settings, start)
         watch = HourWatch(catalog, self.table, settings.stream.app, start, self.max_hours)

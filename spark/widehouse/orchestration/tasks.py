@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from widehouse.contracts import periods
 from widehouse.contracts.identity import OFFLINE_DATABASE, group_app_id
 from widehouse.errors import ConfigError, JobFailedError, OrchestrationError
 from widehouse.orchestration import batch
@@ -209,40 +210,22 @@ def daily(day: dt.date) -> None:
     _with_env(body)
 
 
-def parse_moment(value: str | None, name: str) -> dt.datetime:
-    """A trigger-form date-time (ISO 8601, ``Z`` allowed; no offset = UTC) as an aware UTC datetime.
-
-    Accepts at least what the form's schema lets through (``params.DATE_TIME_PATTERN`` and RFC 3339,
-    whose ``$`` lets a trailing newline pass)."""
-    if not value:
-        raise ConfigError(f"param {name} is required")
-    try:
-        moment = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise ConfigError(f"param {name}={value!r} is not an ISO 8601 date-time") from exc
-    return (moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)).astimezone(dt.UTC)
-
-
-def parse_day(value: str | None, name: str = "day") -> dt.date:
-    if not value:
-        raise ConfigError(f"param {name} is required")
-    try:
-        return dt.date.fromisoformat(value[:10])
-    except ValueError as exc:
-        raise ConfigError(f"param {name}={value!r} is not a date (YYYY-MM-DD)") from exc
-
-
 def refinalize(params: Mapping[str, Any], outlet: Any = None) -> list[str]:
     """The manual re-finalize: a range of hours of one table, with its flags."""
     with failing_fast():
-        first = parse_moment(params.get("first_hour"), "first_hour")
-        last = parse_moment(params.get("last_hour"), "last_hour") if params.get("last_hour") else first
-        hours = batch.hours_between(first, last)
+        # the form's date-times (params.DATE_TIME_PATTERN); any time inside an hour selects it
+        first = periods.parse_moment(params.get("first_hour"), "param first_hour")
+        last = (
+            periods.parse_moment(params.get("last_hour"), "param last_hour")
+            if params.get("last_hour")
+            else first
+        )
+        hours = periods.hours_between(first, last)
     flags = {k: bool(params.get(k)) for k in ("include_late", "accept_mismatch", "force")}
     return finalize(str(params["table"]), hours, outlet, **flags)
 
 
 def rebuild_day(params: Mapping[str, Any]) -> None:
     with failing_fast():
-        day = parse_day(params.get("day"))
+        day = periods.parse_day(params.get("day"), "param day")
     daily(day)

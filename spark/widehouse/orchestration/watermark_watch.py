@@ -16,14 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from widehouse.batch.gate import Gate, needed_watermark
-from widehouse.batch.periods import HOUR, as_hour
 from widehouse.catalog import Catalog
+from widehouse.contracts.periods import HOUR, as_hour, floor_hour, parse_hour
 from widehouse.stream.control import WatermarkEvent
-
-
-def floor_hour(moment: dt.datetime) -> dt.datetime:
-    """The start of the UTC hour holding ``moment`` (an aware datetime)."""
-    return as_hour(moment.astimezone(dt.UTC).replace(minute=0, second=0, microsecond=0))
 
 
 def first_unfinalized(
@@ -110,6 +105,5 @@ def hours_in_events(table: str, extras: Iterable[Mapping[str, Any] | None]) -> l
         if not isinstance(payload, Mapping) or payload.get("table") != table:
             continue
         for text in payload.get("hours") or []:
-            moment = dt.datetime.fromisoformat(str(text).replace("Z", "+00:00"))
-            hours.add(as_hour(moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)))
+            hours.add(parse_hour(str(text), f"{table}'s event hour"))
     return sorted(hours)

@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from widehouse.contracts.types import REGISTRY_EXTRA_SPARK, SPARK_PAYLOAD_TYPES
 from widehouse.errors import PulsarError
 from widehouse.pulsar.admin import PulsarAdmin
 from widehouse.pulsar.topics import TopicName
@@ -31,16 +32,7 @@ _PRIMITIVES = {
     "bytes": "bytes",
     "enum": "string",
 }
-_SPARK = {
-    "long": "bigint",
-    "int": "int",
-    "double": "double",
-    "float": "float",
-    "string": "string",
-    "boolean": "boolean",
-    "bytes": "binary",
-    "timestamp-ms": "bigint",
-}
+_SPARK = {**SPARK_PAYLOAD_TYPES, **REGISTRY_EXTRA_SPARK}
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import SplitResult, unquote, urlsplit
 
-from widehouse.contracts import values
+from widehouse.contracts import periods, values
 from widehouse.settings.masking import _mask_spark_conf
 
 STREAM_SINKS = ("clickhouse", "delta")
@@ -44,13 +44,9 @@ def _parse_port(value: str) -> int:
 
 def _parse_hour(value: str) -> dt.datetime:
     try:
-        moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise ValueError("expected a UTC hour such as 2026-01-01T00:00Z") from exc
-    moment = (moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)).astimezone(dt.UTC)
-    if moment.minute or moment.second or moment.microsecond:
-        raise ValueError("must be the start of an hour (minutes and seconds zero)")
-    return moment
+        return periods.parse_hour(value)
+    except periods.PeriodError as exc:  # the resolver names the variable and the value
+        raise ValueError(exc.problem) from exc
 
 
 def _parse_heap(value: str) -> str:

@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from widehouse.contracts.types import KIND_TYPES, REGISTRY_EXTRA_ARROW, arrow_type
 from widehouse.errors import ConfigError
 from widehouse.pulsar.schemas import RegisteredSchema, SchemaField
 from widehouse.source.schema import COLUMNS, SCHEMA_DDL
@@ -130,16 +131,8 @@ def _without_logical_types(node: Any) -> Any:
 def _arrow(field: SchemaField) -> pa.DataType:
     import pyarrow as pa
 
-    simple = {
-        "long": pa.int64(),
-        "timestamp-ms": pa.int64(),
-        "int": pa.int32(),
-        "double": pa.float64(),
-        "float": pa.float32(),
-        "string": pa.string(),
-        "boolean": pa.bool_(),
-        "bytes": pa.binary(),
-    }
+    simple = {k: arrow_type(t.arrow_payload) for k, t in KIND_TYPES.items()}
+    simple.update({k: arrow_type(name) for k, name in REGISTRY_EXTRA_ARROW.items()})
     if field.kind == "array" and field.element is not None:
         return pa.list_(_arrow(field.element))
     if field.kind == "map" and field.element is not None:

@@ -47,6 +47,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from widehouse.contracts.periods import DAY_MS
 from widehouse.errors import PulsarError
 from widehouse.pulsar.dedup import Deduplication, deduplication
 from widehouse.source.sink_options import SinkOptions
@@ -60,7 +61,6 @@ SEQUENCE_BITS = 32
 MAX_BATCH_ID = (1 << (63 - SEQUENCE_BITS)) - 1
 CALLBACK_EVERY = 1024
 BATCH_BYTES = 1024 * 1024
-_DAY_MS = 86_400_000
 _CREATE_RETRY_S = 60.0
 _DEDUP_TTL_S = 300.0
 _DEDUP_CACHE: dict[tuple[str, str], tuple[Deduplication, float]] = {}
@@ -167,7 +167,7 @@ class _Producers:
         conf.batching_enabled(True)
         conf.batching_max_messages(self.options.batch_max_messages)
         conf.batching_max_allowed_size_in_bytes(4 * BATCH_BYTES)  # never reached: cut at BATCH_BYTES
-        conf.batching_max_publish_delay_ms(_DAY_MS)  # batches are cut by count, size and close only
+        conf.batching_max_publish_delay_ms(DAY_MS)  # batches are cut by count, size and close only
         conf.max_pending_messages(max(self.options.max_pending, 2 * self.options.batch_max_messages))
         conf.block_if_queue_full(True)
         conf.send_timeout_millis(0)  # retry until the broker acknowledges

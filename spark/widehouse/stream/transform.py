@@ -33,10 +33,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from widehouse.catalog import HOUR_MS, Catalog, WideTable
+from widehouse.catalog import Catalog, WideTable
 from widehouse.catalog.semantics.fold import ColumnRule, WideRows, compile_rules, fold_event
 from widehouse.catalog.semantics.parse import INTERNAL, Accepted, parse_event
 from widehouse.catalog.semantics.render import render_exception
+from widehouse.contracts.periods import HOUR_MS
+from widehouse.contracts.types import ARROW_OF_SPARK, KIND_TYPES, arrow_type
 from widehouse.errors import CatalogError
 from widehouse.stream.deadletter import PAYLOAD_LIMIT
 from widehouse.stream.fastpath import Handler, compile_handler
@@ -46,15 +48,8 @@ KIND_QUARANTINE = "quarantine"
 KIND_LATE = "late"
 KIND_STATS = "stats"
 
-TIMESTAMP = pa.timestamp("us", tz="UTC")
-ARROW_VALUE_TYPES: dict[str, pa.DataType] = {
-    "long": pa.int64(),
-    "int": pa.int32(),
-    "double": pa.float64(),
-    "string": pa.string(),
-    "boolean": pa.bool_(),
-    "timestamp-ms": TIMESTAMP,
-}
+TIMESTAMP = arrow_type(ARROW_OF_SPARK["timestamp"])
+ARROW_VALUE_TYPES: dict[str, pa.DataType] = {k: arrow_type(t.arrow_value) for k, t in KIND_TYPES.items()}
 
 # the columns shared by quarantine, late and stats rows
 META_FIELDS: tuple[pa.Field, ...] = (

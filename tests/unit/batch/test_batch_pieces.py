@@ -1,48 +1,17 @@
-"""Pure pieces of the batch layer: periods, the gate's verdict, reconciliation verdicts, casts."""
+"""Pure pieces of the batch layer: the gate's verdict, reconciliation verdicts, casts."""
 
 from __future__ import annotations
 
 import datetime as dt
 
 import pyarrow as pa
-import pytest
 
 from widehouse.batch.gate import Gate
-from widehouse.batch.periods import hour_range, parse_day, parse_hour
 from widehouse.batch.publish import _cast
 from widehouse.batch.reconcile import Reconciliation, TopicCheck
-from widehouse.errors import ConfigError
 
 UTC = dt.UTC
 H9 = dt.datetime(2026, 11, 22, 9, tzinfo=UTC)
-
-
-@pytest.mark.parametrize(
-    "text", ["2026-11-22T09", "2026-11-22T09:00", "2026-11-22T09:00:00", "2026-11-22 09", "2026-11-22T09Z"]
-)
-def test_hours_as_users_write_them(text: str) -> None:
-    assert parse_hour(text) == H9
-
-
-@pytest.mark.parametrize(
-    "text", ["2026-11-22T9", "2026-11-22T24", "2026-02-30T01", "2026-11-22T09:30", "x", ""]
-)
-def test_bad_hours_are_named(text: str) -> None:
-    with pytest.raises(ConfigError, match="hour"):
-        parse_hour(text)
-
-
-def test_days_and_ranges() -> None:
-    assert parse_day("2026-11-22") == dt.date(2026, 11, 22)
-    with pytest.raises(ConfigError, match="2026-13-01"):
-        parse_day("2026-13-01")
-    assert hour_range(H9, H9 + dt.timedelta(hours=2)) == [
-        H9,
-        H9 + dt.timedelta(hours=1),
-        H9 + dt.timedelta(hours=2),
-    ]
-    with pytest.raises(ConfigError, match="before it starts"):
-        hour_range(H9, H9 - dt.timedelta(hours=1))
 
 
 def test_gate_needs_every_group_past_the_mark() -> None:

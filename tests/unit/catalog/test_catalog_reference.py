@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 from catalog_samples import Writer
 
-from widehouse.catalog import HOUR_MS, Catalog, load_catalog
+from widehouse.catalog import Catalog, load_catalog
 from widehouse.catalog.semantics.fold import WideRows, aggregate, compile_rules, contribute
+from widehouse.contracts.periods import HOUR_MS
 
 T0 = 1_778_400_000_000  # 2026-05-10T08:00:00Z, an hour start
 

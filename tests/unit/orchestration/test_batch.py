@@ -94,19 +94,11 @@ def test_daily_exit_codes() -> None:
     assert not info.value.retryable
 
 
-def test_hours_between() -> None:
-    hours = batch.hours_between(H9 + dt.timedelta(minutes=59), H9 + dt.timedelta(hours=2, minutes=1))
-    assert hours == [H9, H9 + dt.timedelta(hours=1), H9 + dt.timedelta(hours=2)]
-    assert batch.hours_between(dt.datetime(2026, 11, 22, 9, 30), dt.datetime(2026, 11, 22, 9, 45)) == [H9]
-    with pytest.raises(ConfigError, match=r"ends .* before it starts"):
-        batch.hours_between(H9, H9 - dt.timedelta(hours=1))
-    with pytest.raises(ConfigError, match="745 hours is more than 744"):
-        batch.hours_between(H9, H9 + dt.timedelta(hours=744))
-
-
-def test_utc_hour_rejects_a_time_inside_the_hour() -> None:
-    with pytest.raises(ConfigError, match="not the start of an hour"):
-        batch.utc_hour(H9 + dt.timedelta(minutes=5))
+def test_hour_arg_is_a_whole_utc_hour() -> None:
+    assert batch.hour_arg(H9) == "2026-11-22T09"
+    assert batch.hour_arg(dt.datetime(2026, 11, 22, 9)) == "2026-11-22T09"  # naive means UTC
+    with pytest.raises(ConfigError, match="must be the start of an hour"):
+        batch.hour_arg(H9 + dt.timedelta(minutes=5))
 
 
 def test_unfinalized_hours_uses_the_ledger() -> None:

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from widehouse.contracts import periods
 from widehouse.errors import ConfigError
-from widehouse.orchestration import tasks
 from widehouse.orchestration.params import DATE_TIME_PATTERN
 
 ROOT = Path(__file__).parents[3]
@@ -102,15 +102,13 @@ def test_the_date_time_format_is_enforced_by_the_pinned_validator() -> None:
 def test_a_valid_hour_is_accepted_and_reaches_the_task_as_that_hour(
     served: dict[str, Any], dags: dict[str, Any], first: str, last: str | None, hours: list[str]
 ) -> None:
-    from widehouse.orchestration.batch import hours_between
-
     conf = {"first_hour": first, "last_hour": last}
     checked = trigger(served, "widehouse_refinalize", conf)
     assert (checked["first_hour"], checked["last_hour"], checked["table"]) == (first, last, "user_hourly")
     got = task_params(dags, "widehouse_refinalize", conf)
-    start = tasks.parse_moment(got["first_hour"], "first_hour")
-    end = tasks.parse_moment(got["last_hour"], "last_hour") if got["last_hour"] else start
-    assert [h.isoformat() for h in hours_between(start, end)] == hours
+    start = periods.parse_moment(got["first_hour"], "param first_hour")
+    end = periods.parse_moment(got["last_hour"], "param last_hour") if got["last_hour"] else start
+    assert [h.isoformat() for h in periods.hours_between(start, end)] == hours
 
 
 def test_missing_required_fields_are_refused_and_the_defaults_do_not_trigger(
@@ -156,7 +154,7 @@ def test_every_hour_the_form_accepts_the_task_parses(served: dict[str, Any], hou
     except ParamValidationError:
         return  # refused at trigger: never reaches the task
     try:
-        moment = tasks.parse_moment(hour, "first_hour")
+        moment = periods.parse_moment(hour, "param first_hour")
     except ConfigError as exc:
         pytest.fail(f"the form accepts {hour!r}, the task refuses it: {exc}")
     assert moment.tzinfo == UTC

@@ -20,9 +20,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from widehouse.catalog import HOUR_MS, load_catalog
+from widehouse.catalog import load_catalog
 from widehouse.catalog.filters import parse_filter
 from widehouse.catalog.semantics.fold import WideRows
+from widehouse.contracts.periods import HOUR_MS
 from widehouse.generator.core import TrafficGenerator
 from widehouse.generator.options import GenerateOptions
 from widehouse.stream import fastpath

@@ -21,7 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from widehouse.catalog import HOUR_MS, QUARANTINE_REASONS, Catalog, load_catalog
+from widehouse.catalog import QUARANTINE_REASONS, Catalog, load_catalog
+from widehouse.contracts.periods import HOUR_MS
 from widehouse.stream import merge
 from widehouse.stream.transform import TransformPlan, output_schema, transform
 

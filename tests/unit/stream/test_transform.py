@@ -14,7 +14,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from widehouse.catalog import DAY_MS, HOUR_MS, Accepted, Catalog, load_catalog, parse_event
+from widehouse.catalog import Accepted, Catalog, load_catalog, parse_event
+from widehouse.contracts.periods import DAY_MS, HOUR_MS
 from widehouse.errors import CatalogError
 from widehouse.generator.core import TrafficGenerator
 from widehouse.generator.manifest import diff_rows

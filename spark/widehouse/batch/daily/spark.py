@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 from widehouse.batch import ledger
 from widehouse.batch.daily import STEPS, DailyOutcome, DailyRequest
 from widehouse.batch.lease import acquire
-from widehouse.batch.periods import day_start
 from widehouse.batch.publish import RunInfo, SilverWriter, publish, recover
+from widehouse.contracts.periods import day_start
 from widehouse.errors import ConfigError, MissingInputError
 from widehouse.hbase.day import refresh_stream_family
 

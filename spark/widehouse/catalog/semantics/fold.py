@@ -24,12 +24,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from widehouse.catalog.eventtime import DAY_MS, HOUR_MS
 from widehouse.catalog.filters import get_path
 from widehouse.catalog.model import Catalog, Topic, WideTable
 from widehouse.catalog.semantics.parse import OVERFLOW, Rejected
 from widehouse.catalog.semantics.render import render_value
 from widehouse.catalog.types import INT64
+from widehouse.contracts.periods import DAY_MS, HOUR_MS
 
 State = Any  # int for count; number/str/bool for sum/min/max; (event_ms, value) for first/last
 Period = int  # epoch ms of the period start
