@@ -40,8 +40,9 @@ Every identifier comes from the validated catalog and is backtick-quoted.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from widehouse.catalog.model import Catalog, WideColumn, WideTable
 from widehouse.contracts.tables import LEDGER, LEDGER_SHAPE
@@ -49,8 +50,14 @@ from widehouse.contracts.types import CLICKHOUSE_TYPES
 from widehouse.errors import CatalogError
 from widehouse.shape import TYPES, Shape
 
-if TYPE_CHECKING:
-    from widehouse.clickhouse.client import ClickHouse
+
+class DdlClient(Protocol):
+    """What :func:`apply_ddl` needs of a client (:class:`widehouse.clickhouse.client.ClickHouse`)."""
+
+    def command(self, sql: str, parameters: Mapping[str, Any] | None = None) -> Any: ...
+
+    def rows(self, sql: str, parameters: Mapping[str, Any] | None = None) -> list[tuple[Any, ...]]: ...
+
 
 DEDUP_WINDOW = 10_000
 _DATABASE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
@@ -284,7 +291,7 @@ def add_column_statement(table: WideTable, target: str, column: str, database: s
 
 
 def apply_ddl(
-    client: ClickHouse, catalog: Catalog, database: str, dedup_window: int = DEDUP_WINDOW
+    client: DdlClient, catalog: Catalog, database: str, dedup_window: int = DEDUP_WINDOW
 ) -> list[str]:
     """Create or evolve every wide table's objects through a clickhouse-connect client.
 
