@@ -24,6 +24,7 @@ from widehouse.generator.core import TrafficGenerator
 from widehouse.generator.manifest import diff_rows
 from widehouse.generator.options import GenerateOptions
 from widehouse.stream.transform import reference_rows
+from widehouse.testing import source_batch
 
 CH_TYPES = {kind: f"Nullable({ch})" for kind, ch in CLICKHOUSE_TYPES.items()}
 ARROW = {kind: arrow_type(t.hbase) for kind, t in KIND_TYPES.items()}  # timestamps in ms, as ClickHouse's
@@ -37,21 +38,7 @@ def _flat(path: FieldPath) -> str:
 def _events(catalog: Catalog, count: int) -> pa.RecordBatch:
     base = (int(time.time() * 1000) // HOUR_MS - 2) * HOUR_MS
     generator = TrafficGenerator(catalog, GenerateOptions(count=count, rate=0, users=5000, seed=5), base)
-    values, topics, ids, publish = [], [], [], []
-    for chunk in generator.chunks():
-        for t, payload, offset in zip(chunk.topics, chunk.payloads, chunk.offsets_ms, strict=True):
-            values.append(payload)
-            topics.append(str(catalog.topics[t].name))
-            ids.append(f"{len(ids)}:0:0")
-            publish.append((base + offset + 1_500) * 1000)
-    return pa.RecordBatch.from_pydict(
-        {
-            "value": pa.array(values, pa.binary()),
-            "__topic": topics,
-            "__messageId": ids,
-            "__publishTime": pa.array(publish, pa.timestamp("us", tz="UTC")),
-        }
-    )
+    return source_batch(catalog, generator, base)
 
 
 def _timed(fn: Any, runs: int = 1) -> tuple[Any, float]:

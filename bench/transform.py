@@ -29,6 +29,7 @@ def source_batches(events: int, rows: int = 8192) -> tuple[Any, list[Any]]:
     from widehouse.contracts.periods import HOUR_MS
     from widehouse.generator.core import TrafficGenerator
     from widehouse.generator.options import GenerateOptions
+    from widehouse.testing import source_batch
 
     catalog = load_catalog(ROOT / "schemas")
     base = (int(time.time() * 1000) // HOUR_MS - 3) * HOUR_MS
@@ -36,21 +37,7 @@ def source_batches(events: int, rows: int = 8192) -> tuple[Any, list[Any]]:
         catalog,
         GenerateOptions(count=events, rate=0, base_time_ms=base, bad_rate=0.01, late_rate=0.005, users=5000),
     )
-    values, topics, ids, publish = [], [], [], []
-    for chunk in generator.chunks():
-        for t, payload, offset in zip(chunk.topics, chunk.payloads, chunk.offsets_ms, strict=True):
-            values.append(payload)
-            topics.append(str(catalog.topics[t].name))
-            ids.append(f"{len(ids)}:0:0")
-            publish.append((base + offset + 1_500) * 1000)
-    whole = pa.table(
-        {
-            "value": pa.array(values, pa.binary()),
-            "__topic": topics,
-            "__messageId": ids,
-            "__publishTime": pa.array(publish, pa.timestamp("us", tz="UTC")),
-        }
-    )
+    whole = pa.Table.from_batches([source_batch(catalog, generator, base)])
     return catalog, whole.to_batches(max_chunksize=rows)
 
 

@@ -21,6 +21,7 @@ from widehouse.generator.core import TrafficGenerator
 from widehouse.generator.manifest import diff_rows
 from widehouse.generator.options import GenerateOptions
 from widehouse.stream.transform import TransformPlan, output_schema, reference_rows, transform
+from widehouse.testing import source_batch
 
 ROOT = Path(__file__).parents[3]
 
@@ -38,21 +39,7 @@ def batch(catalog: Catalog) -> pa.RecordBatch:
         catalog,
         GenerateOptions(count=12_000, rate=0, base_time_ms=base, bad_rate=0.01, late_rate=0.005, users=300),
     )
-    values, topics, ids, publish = [], [], [], []
-    for chunk in generator.chunks():
-        for t, payload, offset in zip(chunk.topics, chunk.payloads, chunk.offsets_ms, strict=True):
-            values.append(payload)
-            topics.append(str(catalog.topics[t].name))
-            ids.append(f"{len(ids)}:0:0")
-            publish.append((base + offset + 1_500) * 1000)
-    return pa.RecordBatch.from_pydict(
-        {
-            "value": pa.array(values, pa.binary()),
-            "__topic": topics,
-            "__messageId": ids,
-            "__publishTime": pa.array(publish, pa.timestamp("us", tz="UTC")),
-        }
-    )
+    return source_batch(catalog, generator, base)
 
 
 def run(plan: TransformPlan, batch: pa.RecordBatch, partitions: int) -> pa.Table:
