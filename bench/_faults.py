@@ -17,7 +17,6 @@ import random
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -167,16 +166,9 @@ class FaultDeployment:
 
     # -- the app ---------------------------------------------------------------------------------
     def start(self, *args: str) -> subprocess.Popen[str]:
-        command = [
-            sys.executable,
-            "-m",
-            "widehouse",
-            "stream",
-            "--plan",
-            str(self.plan_path),
-            "--all-groups",
-            *args,
-        ]
+        from widehouse.testing import stream_command
+
+        command = stream_command(self.plan_path, *args)
         self.last_log = self.root / f"stream-{time.time_ns()}.log"
         log = self.last_log.open("w")
         return subprocess.Popen(

@@ -5,9 +5,12 @@ results still come from hand-written data or an independent computation.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import pyarrow as pa
 
     from widehouse.catalog import Catalog
@@ -43,4 +46,9 @@ def source_batch(catalog: Catalog, generator: TrafficGenerator, base_ms: int) ->
     )
 
 
-__all__ = ["PUBLISH_DELAY_MS", "source_batch"]
+def stream_command(plan: Path, *args: str) -> list[str]:
+    """``widehouse stream --plan <plan> --all-groups ARGS`` in this interpreter, as a subprocess's argv."""
+    return [sys.executable, "-m", "widehouse", "stream", "--plan", str(plan), "--all-groups", *args]
+
+
+__all__ = ["PUBLISH_DELAY_MS", "source_batch", "stream_command"]

@@ -29,6 +29,7 @@ from widehouse.planner import TopicTraffic, plan, save_plan
 from widehouse.pulsar import PulsarAdmin
 from widehouse.pulsar import client as pulsar_client
 from widehouse.settings import PlannerSettings, Settings, load_settings
+from widehouse.testing import stream_command
 
 STREAM_TIMEOUT = 900
 
@@ -126,17 +127,7 @@ class Deployment:
     # -- the job -----------------------------------------------------------------------------
     def stream(self, *args: str, timeout: float = STREAM_TIMEOUT) -> subprocess.CompletedProcess[str]:
         """Run ``widehouse stream --plan <plan> --all-groups --available-now ARGS`` to its end."""
-        command = [
-            sys.executable,
-            "-m",
-            "widehouse",
-            "stream",
-            "--plan",
-            str(self.plan_path),
-            "--all-groups",
-            "--available-now",
-            *args,
-        ]
+        command = stream_command(self.plan_path, "--available-now", *args)
         process = subprocess.Popen(
             command,
             env=self.env,
@@ -153,16 +144,7 @@ class Deployment:
 
     def start_stream(self, *args: str) -> subprocess.Popen[str]:
         """Start the job with a processing-time trigger (the caller stops it)."""
-        command = [
-            sys.executable,
-            "-m",
-            "widehouse",
-            "stream",
-            "--plan",
-            str(self.plan_path),
-            "--all-groups",
-            *args,
-        ]
+        command = stream_command(self.plan_path, *args)
         log = (self.root / f"stream-{time.time_ns()}.log").open("w")
         return subprocess.Popen(
             command, env=self.env, stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True
