@@ -67,17 +67,7 @@ class PulsarAdmin:
         params: dict[str, Any] | None = None,
         ok: tuple[int, ...] = (200, 204),
     ) -> Any:
-        import requests
-
-        url = f"{self.base_url}/admin/v2/{path}"
-        shown = f"{self.display_url}/admin/v2/{path}"  # credentials masked
-        try:
-            response = self._session.request(method, url, json=json, params=params, timeout=self.timeout)
-        except requests.RequestException as exc:
-            raise PulsarError(f"Pulsar admin {method} {shown} failed: {exc}") from exc
-        if response.status_code not in ok:
-            reason = response.text.strip()[:500]
-            raise PulsarError(f"Pulsar admin {method} {shown} answered {response.status_code}: {reason}")
+        response = self.response(method, path, json=json, params=params, ok=ok)
         if not response.content:
             return None
         try:
@@ -94,7 +84,8 @@ class PulsarAdmin:
         params: dict[str, Any] | None = None,
         ok: tuple[int, ...] = (200, 204),
     ) -> requests.Response:
-        """Like :meth:`request` but returns the response itself (status, headers, body)."""
+        """The admin API's answer to ``method path`` itself (status, headers, body); :meth:`request`
+        returns its body decoded. A status outside ``ok`` raises :class:`PulsarError`."""
         import requests
 
         url = f"{self.base_url}/admin/v2/{path}"
