@@ -187,3 +187,22 @@ def test_hours_and_days_are_defined_and_parsed_only_in_the_periods_contract() ->
             ):
                 found.append(f"{where}:{node.lineno} renders an hour by hand")
     assert found == [], "use widehouse.contracts.periods:\n" + "\n".join(found)
+
+
+def test_an_airflow_hour_is_a_plain_utc_datetime_that_stays_aware() -> None:
+    """Airflow passes pendulum DateTimes; one with the standard library's UTC as its tzinfo loses
+    its zone on ``+ timedelta``, and the gate's comparison with a watermark then raised TypeError."""
+    pendulum = pytest.importorskip("pendulum")
+    import datetime as dt
+
+    from widehouse.contracts.periods import HOUR, as_hour, as_utc, floor_hour
+
+    given = pendulum.datetime(2026, 11, 26, 2, tz="UTC").astimezone(dt.UTC)
+    hour = as_hour(given)
+    assert type(hour) is dt.datetime
+    assert hour == dt.datetime(2026, 11, 26, 2, tzinfo=dt.UTC)
+    later = hour + HOUR + dt.timedelta(minutes=5)
+    assert later.tzinfo is not None
+    assert dt.datetime(2026, 11, 26, 3, 10, tzinfo=dt.UTC) > later  # aware against aware
+    assert type(as_utc(given)) is dt.datetime
+    assert type(floor_hour(pendulum.datetime(2026, 11, 26, 2, 30, tz="Asia/Shanghai"))) is dt.datetime

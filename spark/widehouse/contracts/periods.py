@@ -112,8 +112,22 @@ def day_argument(text: str) -> dt.date:
 
 
 def as_utc(moment: dt.datetime) -> dt.datetime:
-    """``moment`` as an aware UTC datetime (naive means UTC: Airflow and our texts mean it)."""
-    return (moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)).astimezone(dt.UTC)
+    """``moment`` as a plain, aware UTC ``datetime`` (naive means UTC: Airflow and our texts mean it).
+
+    Always a new ``datetime``, never a subclass: Airflow hands tasks pendulum DateTimes, and one whose
+    tzinfo is the standard library's UTC loses its zone on ``+ timedelta`` (then comparing it with an
+    aware watermark raises TypeError)."""
+    aware = (moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)).astimezone(dt.UTC)
+    return dt.datetime(
+        aware.year,
+        aware.month,
+        aware.day,
+        aware.hour,
+        aware.minute,
+        aware.second,
+        aware.microsecond,
+        tzinfo=dt.UTC,
+    )
 
 
 def as_hour(value: dt.datetime, *, assume_utc: bool = False) -> dt.datetime:
