@@ -39,7 +39,7 @@ from widehouse.batch.lease import acquire
 from widehouse.batch.publish import PublishResult, RunInfo, SilverWriter, publish, recover
 from widehouse.batch.reconcile import Reconciliation, reconcile
 from widehouse.clickhouse.analyst import ensure_analyst_views
-from widehouse.clickhouse.ddl import q, table_names
+from widehouse.clickhouse.ddl import q, scratch_table_ddl, table_names
 from widehouse.contracts.periods import as_hour, hour_text
 from widehouse.contracts.tables import RECONCILIATION_SHAPE
 from widehouse.errors import ConfigError, NotReadyError, ReconciliationError
@@ -230,7 +230,7 @@ def _scratch_table(client: ClickHouse, table: WideTable, run_id: str) -> str:
     """A run's own table with ``<T>_partial``'s structure, for its late partials (dropped after)."""
     partial = table_names(table).partial
     name = f"{partial}_late_{run_id}"
-    client.command(f"CREATE TABLE IF NOT EXISTS {q(name)} AS {q(partial)}")
+    client.command(scratch_table_ddl(table, name, cluster=client.cluster))  # not a Distributed copy
     return name
 
 

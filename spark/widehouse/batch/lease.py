@@ -15,8 +15,12 @@ process on this host (``host`` + ``pid``: a SIGKILLed job's lease is taken over 
 claim is then the next generation. A loser gets :class:`PeriodBusyError` naming the holder, after
 waiting ``wait`` seconds for it to finish.
 
-Assumes one ClickHouse server or a replicated table whose deduplication goes through Keeper
-(``insert_deduplicate`` with ``insert_quorum`` on replicas is a later issue); a holder that lost its
+On one server the check is the table's ``non_replicated_deduplication_window``. On a ClickHouse
+cluster the table is one replicated table with a copy on every node, so the token check is Keeper's
+(the block id is created in the same Keeper transaction as the part: two claims of a generation
+sent to two replicas still store one row); claims, renewals and releases are quorum inserts and
+every read of the table is sequentially consistent (:mod:`widehouse.clickhouse.client`): a reader
+on a lagging replica gets an error (retried), never a stale "free" lease. A holder that lost its
 lease (expired while it still ran) is fenced further by the publish protocol (:mod:`.publish`):
 Delta skips a commit whose txnVersion is older than the period's newest, and the ledger shows the
 newest ``finalized_at``.
@@ -214,6 +218,7 @@ def _claim_holder(client: ClickHouse, table: str, period: dt.datetime, generatio
             f"SELECT holder FROM {LEASES} WHERE {_WHERE} AND generation = {{g:UInt64}} "
             "AND event = 'claim' LIMIT 1",
             {"t": table, "p": sql_time(period), "g": generation},
+            consistent=True,
         )
     )
 
@@ -228,6 +233,7 @@ def _state(client: ClickHouse, table: str, period: dt.datetime) -> tuple[Holding
         "maxIf(expires_at, event != 'release'), countIf(event = 'release') > 0, now64(3, 'UTC') "
         f"FROM {LEASES} WHERE {_WHERE} AND generation = g AND holder = h",
         {"t": table, "p": sql_time(period)},
+        consistent=True,
     )
     now = _server_now(client) if not rows else _utc(rows[0][6])
     if not rows or not rows[0][1]:

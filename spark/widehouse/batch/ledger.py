@@ -11,6 +11,11 @@ replaces them.
 staged in ``<T>_final``, invisible). From then on it is decided: a prepared publication newer than
 the period's newest ledger row (:func:`pending`) is rolled forward by the next publisher of the
 period before anything else (:func:`widehouse.batch.publish.recover`).
+
+Every read here is ``consistent=True``: on a ClickHouse cluster the ledger and the publications are
+quorum-written and read with sequential consistency (:mod:`widehouse.clickhouse.client`), so a read
+that lands on a lagging replica fails (and is retried) instead of missing a publication, which
+would let a period be published twice.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ def published(
         f"SELECT period, max(finalized_at) FROM {LEDGER} WHERE `table` = {{t:String}} "
         "AND period >= {a:DateTime64(3, 'UTC')} AND period <= {b:DateTime64(3, 'UTC')} GROUP BY period",
         {"t": table, "a": sql_time(first), "b": sql_time(last)},
+        consistent=True,
     )
     return {_utc(p): _utc(f) for p, f in rows}
 
@@ -65,6 +71,7 @@ def last_entry(client: ClickHouse, table: str, period: dt.datetime) -> dict[str,
         f"SELECT * FROM {LEDGER} WHERE `table` = {{t:String}} AND period = {{p:DateTime64(3, 'UTC')}} "
         "ORDER BY finalized_at DESC LIMIT 1",
         {"t": table, "p": sql_time(period)},
+        consistent=True,
     )
     rows = list(result.named_results())
     return dict(rows[0]) if rows else None
@@ -77,6 +84,7 @@ def pending(client: ClickHouse, table: str, period: dt.datetime) -> dict[str, An
         f"SELECT * FROM {PUBLICATIONS} WHERE {where} AND finalized_at > "
         f"(SELECT max(finalized_at) FROM {LEDGER} WHERE {where}) ORDER BY finalized_at DESC LIMIT 1",
         {"t": table, "p": sql_time(period)},
+        consistent=True,
     )
     rows = list(result.named_results())
     if not rows:
@@ -94,6 +102,7 @@ def next_version(client: ClickHouse, table: str, period: dt.datetime) -> dt.date
         f"SELECT now64(3, 'UTC'), greatest((SELECT max(finalized_at) FROM {LEDGER} WHERE {where}), "
         f"(SELECT max(finalized_at) FROM {PUBLICATIONS} WHERE {where}))",
         {"t": table, "p": sql_time(period)},
+        consistent=True,
     )[0]
     return max(_utc(now), _utc(newest) + dt.timedelta(milliseconds=1))
 

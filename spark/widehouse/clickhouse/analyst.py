@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from widehouse.clickhouse.ddl import check_cluster
 from widehouse.errors import ClickHouseError
 
 if TYPE_CHECKING:
@@ -35,19 +36,35 @@ def view_names(sql_dir: Path) -> list[str]:
     return names
 
 
+def view_statement(path: Path, cluster: str | None = None) -> str:
+    """The file's ``CREATE OR REPLACE VIEW`` without comments; on a cluster ``ON CLUSTER '<name>'``.
+
+    Nothing else changes on a cluster: the files read the wide tables' analyst views (which read the
+    Distributed tables) and the side tables (a full replica on every node) by name."""
+    statement = (
+        "\n".join(
+            line
+            for line in path.read_text(encoding="utf-8").splitlines()
+            if not line.lstrip().startswith("--")
+        )
+        .strip()
+        .rstrip(";")
+    )
+    if cluster is None:
+        return statement
+    on = f"ON CLUSTER '{check_cluster(cluster)}'"
+    statement, found = _VIEW_RE.subn(lambda m: f"CREATE OR REPLACE VIEW {m.group(1)} {on} AS", statement, 1)
+    if not found:
+        raise ClickHouseError(f"{path}: no CREATE OR REPLACE VIEW <name> statement")
+    return statement
+
+
 def ensure_analyst_views(client: ClickHouse, sql_dir: Path) -> list[str]:
-    """Create or replace every analyst view; returns their file names."""
+    """Create or replace every analyst view (on every node of the client's cluster, if it has one);
+    returns their file names."""
     done = []
     for path in view_files(sql_dir):
-        statement = (
-            "\n".join(
-                line
-                for line in path.read_text(encoding="utf-8").splitlines()
-                if not line.lstrip().startswith("--")
-            )
-            .strip()
-            .rstrip(";")
-        )
+        statement = view_statement(path, client.cluster)
         try:
             client.command(statement)
         except Exception as exc:  # the engine's message names the problem

@@ -12,6 +12,20 @@ Widehouse uses of it) for one database. It owns every way Widehouse touches Clic
 Calls are serialised per client (one lock): the streaming job shares one client between the
 ``foreachBatch`` threads of its queries, and a clickhouse-connect client keeps one HTTP session.
 
+On a cluster (``cluster`` set, from ``WIDEHOUSE_CLICKHOUSE_CLUSTER``) the client also keeps the
+idempotency records exact across replicas (:data:`~widehouse.contracts.tables.IDEMPOTENCY_RECORDS`):
+
+- an insert into one of them is a quorum insert (``insert_quorum='auto'``, a majority of the
+  table's replicas, with ``insert_quorum_parallel=0``: the quorum inserts of a table form one
+  linear sequence), retried with the same token while the previous quorum write is unfinished or
+  the outcome of a timed-out one is unknown (the token makes the retry a no-op if it had landed);
+- a read of them made with ``consistent=True`` runs with ``select_sequential_consistency=1``: a
+  replica that lacks a quorum-written part refuses the read instead of answering from stale data
+  (retried a few times while it catches up, then an error);
+- every insert into a Distributed table is synchronous (``distributed_foreground_insert=1``): it
+  returns once every shard has stored its block, so a mark or a progress row written after it
+  never names data still queued on the initiator.
+
 Where it connects: ``WIDEHOUSE_CLICKHOUSE_DSN``, an ``http(s)://`` URL (a ClickHouse server or the
 local ``clickhouse`` service of ``widehouse services``), or ``chdb://<path>`` for an in-process
 engine owned by one process (benchmarks and single-process tools only: chDB allows one process per
@@ -20,13 +34,16 @@ data path).
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import unquote, urlsplit
 
+from widehouse.contracts.tables import IDEMPOTENCY_RECORDS
 from widehouse.errors import ClickHouseError
 from widehouse.private import private_dir
 from widehouse.settings import ClickHouseSettings
@@ -38,6 +55,53 @@ if TYPE_CHECKING:
     from widehouse.shape import Shape
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+RECORD_INSERT_SETTINGS: dict[str, Any] = {"insert_quorum": "auto", "insert_quorum_parallel": 0}
+"""On a cluster: how an idempotency record is inserted (a linearised majority write)."""
+CONSISTENT_READ_SETTINGS: dict[str, Any] = {"select_sequential_consistency": 1}
+"""On a cluster: how an idempotency record is read (never from a replica missing a quorum write)."""
+CLUSTER_INSERT_SETTINGS: dict[str, Any] = {"distributed_foreground_insert": 1}
+"""On a cluster: every insert (a Distributed table's returns once every shard holds its block)."""
+
+RETRIED_ERRORS: dict[str, int] = {
+    "UNSATISFIED_QUORUM_FOR_PREVIOUS_WRITE": 286,  # another quorum insert of the table is in flight
+    "REPLICA_IS_NOT_IN_QUORUM": 289,  # this replica has not fetched the last quorum write yet
+    "UNKNOWN_STATUS_OF_INSERT": 319,  # a quorum insert timed out: it may or may not have landed
+}
+"""ClickHouse errors (name: code) that a quorum insert or a sequentially consistent read retries:
+each means "not yet", and a retry is safe (an insert carries its deduplication token)."""
+RETRY_DELAYS: tuple[float, ...] = (0.1, 0.2, 0.5, 1.0, 2.0, 4.0, 8.0)
+
+
+def retried_error(exc: BaseException) -> str | None:
+    """The name of the :data:`RETRIED_ERRORS` entry ``exc`` is (by name or ``Code: N``), or None."""
+    text = str(exc)
+    for name, code in RETRIED_ERRORS.items():
+        if name in text or re.search(rf"\bCode: {code}\b", text):
+            return name
+    return None
+
+
+def retry_not_yet(
+    call: Callable[[], T],
+    what: str,
+    delays: Sequence[float] = RETRY_DELAYS,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """``call()``, repeated after each of ``delays`` while it fails with a :data:`RETRIED_ERRORS`
+    error; any other error, or the last one, propagates."""
+    for delay in (*delays, None):
+        try:
+            return call()
+        except Exception as exc:  # only the "not yet" errors are retried; the rest re-raise here
+            name = retried_error(exc)
+            if name is None or delay is None:
+                raise
+            log.info("%s: %s, retrying in %.1fs", what, name, delay)
+        sleep(delay)
+    raise AssertionError("unreachable")  # the loop returns or raises
 
 
 class QueryResult(Protocol):
@@ -83,11 +147,13 @@ class Driver(Protocol):
 class ClickHouse:
     """A ClickHouse database Widehouse writes and reads (see the module docstring)."""
 
-    def __init__(self, driver: Driver, database: str, where: str) -> None:
+    def __init__(self, driver: Driver, database: str, where: str, cluster: str | None = None) -> None:
         self.driver = driver
         self.database = database
         self.where = where
         """The masked DSN, for messages."""
+        self.cluster = cluster
+        """The ClickHouse cluster the tables live on (``ON CLUSTER``), or None for one server."""
         self._lock = threading.RLock()
 
     # -- plain SQL (the clickhouse-connect names, serialised) ------------------------------------
@@ -95,9 +161,20 @@ class ClickHouse:
         with self._lock:
             return self.driver.command(sql, parameters=parameters)
 
-    def query(self, sql: str, parameters: Mapping[str, Any] | None = None) -> QueryResult:
-        with self._lock:
-            return self.driver.query(sql, parameters=parameters)
+    def query(
+        self, sql: str, parameters: Mapping[str, Any] | None = None, *, consistent: bool = False
+    ) -> QueryResult:
+        """Run a query. ``consistent=True`` for reads of idempotency records: on a cluster they run
+        with sequential consistency (see the module docstring); on one server it changes nothing."""
+        if not consistent or self.cluster is None:
+            with self._lock:
+                return self.driver.query(sql, parameters=parameters)
+
+        def read() -> QueryResult:
+            with self._lock:
+                return self.driver.query(sql, parameters=parameters, settings=dict(CONSISTENT_READ_SETTINGS))
+
+        return retry_not_yet(read, f"consistent read on {self.where}")
 
     def query_arrow(self, sql: str, parameters: Mapping[str, Any] | None = None) -> pa.Table:
         with self._lock:
@@ -108,11 +185,15 @@ class ClickHouse:
             return self.driver.insert_arrow(table, data, settings=settings)
 
     # -- read-back ---------------------------------------------------------------------------------
-    def rows(self, sql: str, parameters: Mapping[str, Any] | None = None) -> list[tuple[Any, ...]]:
-        return [tuple(r) for r in self.query(sql, parameters).result_rows]
+    def rows(
+        self, sql: str, parameters: Mapping[str, Any] | None = None, *, consistent: bool = False
+    ) -> list[tuple[Any, ...]]:
+        return [tuple(r) for r in self.query(sql, parameters, consistent=consistent).result_rows]
 
-    def scalar(self, sql: str, parameters: Mapping[str, Any] | None = None) -> Any:
-        rows = self.rows(sql, parameters)
+    def scalar(
+        self, sql: str, parameters: Mapping[str, Any] | None = None, *, consistent: bool = False
+    ) -> Any:
+        rows = self.rows(sql, parameters, consistent=consistent)
         return rows[0][0] if rows else None
 
     def arrow(self, sql: str, parameters: Mapping[str, Any] | None = None) -> pa.Table:
@@ -126,13 +207,25 @@ class ClickHouse:
         (``async_insert=0``: an async insert ignores tokens) and deduplicated by the table's window.
         One insert per (table, token): the token then names exactly this data whatever the block
         size; ClickHouse splits very large inserts itself, deterministically.
+
+        On a cluster (see the module docstring) inserts into Distributed tables are synchronous, and
+        an idempotency record (:data:`IDEMPOTENCY_RECORDS`) is a quorum insert, retried with the
+        same token while ClickHouse answers "not yet".
         """
         if data.num_rows == 0:
             return 0
-        self.insert_arrow(
-            table,
-            data,
-            settings={"insert_deduplicate": 1, "insert_deduplication_token": token, "async_insert": 0},
+        settings = {"insert_deduplicate": 1, "insert_deduplication_token": token, "async_insert": 0}
+        if self.cluster is None:
+            self.insert_arrow(table, data, settings=settings)
+            return int(data.num_rows)
+        settings.update(CLUSTER_INSERT_SETTINGS)
+        if table not in IDEMPOTENCY_RECORDS:
+            self.insert_arrow(table, data, settings=settings)
+            return int(data.num_rows)
+        settings.update(RECORD_INSERT_SETTINGS)
+        retry_not_yet(
+            lambda: self.insert_arrow(table, data, settings=dict(settings)),
+            f"quorum insert into {table} on {self.where}",
         )
         return int(data.num_rows)
 
@@ -142,25 +235,29 @@ class ClickHouse:
         from widehouse.clickhouse import ddl
 
         with self._lock:
-            return ddl.apply_ddl(self, catalog, self.database)
+            return ddl.apply_ddl(self, catalog, self.database, cluster=self.cluster)
 
     def ensure_shapes(self, shapes: Iterable[Shape]) -> list[str]:
         """Create the tables of declared shapes if missing. Returns the statements run."""
         from widehouse.clickhouse.ddl import shape_ddl
 
-        statements = [shape_ddl(shape, self.database) for shape in shapes]
+        statements = [shape_ddl(shape, self.database, cluster=self.cluster) for shape in shapes]
         for statement in statements:
             self.command(statement)
         return statements
 
     def drop(self, names: Iterable[str]) -> None:
-        """Drop tables and views of this database (missing ones are fine; ``DROP TABLE`` drops views too)."""
-        from widehouse.clickhouse.ddl import q
+        """Drop tables and views of this database (missing ones are fine; ``DROP TABLE`` drops views too).
+
+        On a cluster: on every node, with the shard-local table behind each name, synchronously (a
+        replicated table's Keeper path is free again when this returns)."""
+        from widehouse.clickhouse.ddl import drop_statements
 
         for name in names:
             if not _IDENT.fullmatch(name):
                 raise ClickHouseError(f"refusing to drop {name!r}: not a plain identifier")
-            self.command(f"DROP TABLE IF EXISTS {q(self.database)}.{q(name)}")
+            for statement in drop_statements(name, self.database, cluster=self.cluster):
+                self.command(statement)
 
     def close(self) -> None:
         with self._lock:
@@ -201,6 +298,8 @@ def connect(settings: ClickHouseSettings, create_database: bool = True, **client
     import clickhouse_connect
     from clickhouse_connect.driver.exceptions import ClickHouseError as DriverError
 
+    from widehouse.clickhouse.ddl import database_ddl
+
     database = database_name(settings)
     try:
         if settings.embedded:
@@ -211,13 +310,13 @@ def connect(settings: ClickHouseSettings, create_database: bool = True, **client
         else:
             driver = clickhouse_connect.get_client(dsn=_server_dsn(settings.dsn), **client_kwargs)
         if create_database:
-            driver.command(f"CREATE DATABASE IF NOT EXISTS `{database}`")
+            driver.command(database_ddl(database, cluster=settings.cluster))
         driver.database = database
     except DriverError as exc:
         raise ClickHouseError(_explain(settings, exc)) from exc
     except OSError as exc:
         raise ClickHouseError(f"cannot reach ClickHouse at {settings.display_dsn}: {exc}") from exc
-    return ClickHouse(driver, database, settings.display_dsn)
+    return ClickHouse(driver, database, settings.display_dsn, cluster=settings.cluster)
 
 
 def _server_dsn(dsn: str) -> str:

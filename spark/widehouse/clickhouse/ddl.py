@@ -35,6 +35,27 @@ Pairs are plain tuples (no ``Nullable(Tuple)``, which needs a beta setting on se
 pair is a sentinel that never wins the merge, and it is each column's DEFAULT, so inserting NULL
 (e.g. a null Arrow struct) stores the sentinel. The merged view turns a sentinel back into NULL.
 Every identifier comes from the validated catalog and is backtick-quoted.
+
+**On a cluster** (``WIDEHOUSE_CLICKHOUSE_CLUSTER``; every function takes ``cluster=``, None renders
+exactly the single-server DDL above) every statement runs ``ON CLUSTER '<name>'`` and:
+
+- a wide table's partial and final tables are sharded by key: ``T_partial_local`` and
+  ``T_final_local`` are Replicated*MergeTree tables of each shard (Keeper path
+  ``/clickhouse/tables/{shard}/<db>/<table>``, replica ``{replica}``), and ``T_partial`` / ``T_final``
+  are Distributed tables over them with the deterministic sharding key ``cityHash64(<key>)``. Every
+  reader and writer keeps using ``T_partial`` / ``T_final``: a replayed insert with the same rows is
+  split the same way, so each shard deduplicates its own block by the same token;
+- the pipeline's own tables (ledger, publications, leases, progress, sink marks, quarantine, ...)
+  are not sharded: one replicated table with a full copy on every node (Keeper path
+  ``/clickhouse/tables/all/<db>/<table>``, replica ``{shard}-{replica}``), so the idempotency records
+  live in one Keeper-deduplicated, quorum-written sequence, and joins against them stay local;
+- the views read the Distributed tables, and the analyst view picks the ledger's newest versions
+  with ``GLOBAL IN`` (one ledger snapshot, taken on the node the query runs on, for every shard);
+- ``replicated_deduplication_window`` (block ids kept in Keeper) replaces
+  ``non_replicated_deduplication_window``.
+
+Writes and reads of the idempotency records on a cluster (quorum inserts, sequentially consistent
+reads) are the client's part: :mod:`widehouse.clickhouse.client`.
 """
 
 from __future__ import annotations
@@ -45,7 +66,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from widehouse.catalog.model import Catalog, WideColumn, WideTable
-from widehouse.contracts.tables import LEDGER, LEDGER_SHAPE
+from widehouse.contracts.tables import LEDGER, LEDGER_SHAPE, check_cluster_name
 from widehouse.contracts.types import CLICKHOUSE_TYPES
 from widehouse.errors import CatalogError
 from widehouse.shape import TYPES, Shape
@@ -103,6 +124,66 @@ def _db(database: str) -> str:
     return q(database)
 
 
+_ENGINE_RE = re.compile(r"([A-Za-z]+)(?:\((.*)\))?", re.DOTALL)
+LOCAL_SUFFIX = "_local"
+"""The shard-local table behind a Distributed one on a cluster: ``T_partial`` reads ``T_partial_local``."""
+KEEPER_ROOT = "/clickhouse/tables"
+
+
+def check_cluster(name: str) -> str:
+    """A cluster name fit for ``ON CLUSTER '<name>'`` (:func:`check_cluster_name`); CatalogError otherwise."""
+    try:
+        return check_cluster_name(name)
+    except ValueError as exc:
+        raise CatalogError(f"ClickHouse cluster name {name!r} {exc}") from exc
+
+
+def _on(cluster: str | None) -> str:
+    return "" if cluster is None else f" ON CLUSTER '{check_cluster(cluster)}'"
+
+
+def local_name(name: str) -> str:
+    """The shard-local table of a sharded (Distributed) table."""
+    return f"{name}{LOCAL_SUFFIX}"
+
+
+def replicated_engine(engine: str, keeper_path: str, replica: str) -> str:
+    """``ReplacingMergeTree(`v`)`` -> ``ReplicatedReplacingMergeTree('<path>', '<replica>', `v`)``."""
+    match = _ENGINE_RE.fullmatch(engine.strip())
+    if match is None or not match.group(1).endswith("MergeTree") or match.group(1).startswith("Replicated"):
+        raise CatalogError(f"cannot make a replicated engine of {engine!r}")
+    args = [f"'{keeper_path}'", f"'{replica}'"]
+    if match.group(2):
+        args.append(match.group(2))
+    return f"Replicated{match.group(1)}({', '.join(args)})"
+
+
+def _sharded_engine(engine: str, database: str, name: str) -> str:
+    """The engine of a shard-local table: one replica set per shard."""
+    return replicated_engine(engine, f"{KEEPER_ROOT}/{{shard}}/{database}/{name}", "{replica}")
+
+
+def _everywhere_engine(engine: str, database: str, name: str) -> str:
+    """The engine of an unsharded table with a full copy on every node of the cluster."""
+    return replicated_engine(engine, f"{KEEPER_ROOT}/all/{database}/{name}", "{shard}-{replica}")
+
+
+def _dedup_setting(dedup_window: int, cluster: str | None) -> str:
+    kind = "non_replicated" if cluster is None else "replicated"
+    return f"SETTINGS {kind}_deduplication_window = {int(dedup_window)}"
+
+
+def distributed_ddl(table: WideTable, name: str, database: str, cluster: str) -> str:
+    """The Distributed table ``name`` over ``name_local`` of every shard, sharded by the table's key."""
+    db = _db(database)
+    return (
+        f"CREATE TABLE IF NOT EXISTS {db}.{q(name)}{_on(cluster)}\n"
+        f"AS {db}.{q(local_name(name))}\n"
+        f"ENGINE = Distributed('{check_cluster(cluster)}', '{database}', '{local_name(name)}', "
+        f"cityHash64({q(table.key_name)}))"
+    )
+
+
 def key_type(table: WideTable) -> str:
     return CLICKHOUSE_TYPES[table.key_type]
 
@@ -155,36 +236,47 @@ def _columns_block(lines: list[str]) -> str:
     return "(\n" + ",\n".join(f"    {line}" for line in lines) + "\n)"
 
 
-def partial_table_ddl(table: WideTable, database: str, dedup_window: int = DEDUP_WINDOW) -> str:
+def partial_table_ddl(
+    table: WideTable, database: str, dedup_window: int = DEDUP_WINDOW, *, cluster: str | None = None
+) -> str:
+    """The partial table (on a cluster: its shard-local replicated table, ``T_partial_local``)."""
     db, names, key = _db(database), table_names(table), q(table.key_name)
     lines = [f"{key} {key_type(table)}", "`hour` DateTime('UTC')"]
     for column in table.columns:
         default = partial_default(column)
         lines.append(f"{q(column.name)} {partial_type(column)}" + (f" DEFAULT {default}" if default else ""))
+    name, engine = names.partial, "AggregatingMergeTree"
+    if cluster is not None:
+        name = local_name(name)
+        engine = _sharded_engine(engine, database, name)
     return (
-        f"CREATE TABLE IF NOT EXISTS {db}.{q(names.partial)}\n{_columns_block(lines)}\n"
-        "ENGINE = AggregatingMergeTree\n"
+        f"CREATE TABLE IF NOT EXISTS {db}.{q(name)}{_on(cluster)}\n{_columns_block(lines)}\n"
+        f"ENGINE = {engine}\n"
         "PARTITION BY toYYYYMMDD(`hour`)\n"
         f"ORDER BY ({key}, `hour`)\n"
-        f"SETTINGS non_replicated_deduplication_window = {int(dedup_window)}"
+        f"{_dedup_setting(dedup_window, cluster)}"
     )
 
 
-def merged_view_ddl(table: WideTable, database: str) -> str:
+def merged_view_ddl(table: WideTable, database: str, *, cluster: str | None = None) -> str:
+    """The merged view (on a cluster: over the Distributed partial table; a key lives on one shard)."""
     db, names, key = _db(database), table_names(table), q(table.key_name)
     period = "p.`hour`" if table.grain == "hour" else "toDate(p.`hour`)"
     select = [f"p.{key} AS {key}", f"{period} AS {q(table.period)}"]
     select += [f"{merge_expression(c)} AS {q(c.name)}" for c in table.columns]
     body = ",\n    ".join(select)
     return (
-        f"CREATE OR REPLACE VIEW {db}.{q(names.merged)} AS\n"
+        f"CREATE OR REPLACE VIEW {db}.{q(names.merged)}{_on(cluster)} AS\n"
         f"SELECT\n    {body}\n"
         f"FROM {db}.{q(names.partial)} AS p\n"
         f"GROUP BY p.{key}, {period}"
     )
 
 
-def final_table_ddl(table: WideTable, database: str, dedup_window: int = DEDUP_WINDOW) -> str:
+def final_table_ddl(
+    table: WideTable, database: str, dedup_window: int = DEDUP_WINDOW, *, cluster: str | None = None
+) -> str:
+    """The final table (on a cluster: its shard-local replicated table, ``T_final_local``)."""
     db, names, key = _db(database), table_names(table), q(table.key_name)
     period_type = "DateTime('UTC')" if table.grain == "hour" else "Date"
     lines = [f"{key} {key_type(table)}", f"{q(table.period)} {period_type}"]
@@ -192,18 +284,24 @@ def final_table_ddl(table: WideTable, database: str, dedup_window: int = DEDUP_W
     lines += [f"{q(c.name)} Nullable({value_type(c.type)})" for c in table.offline_columns]
     lines.append("`finalized_at` DateTime64(3, 'UTC')")
     partition = "toYYYYMMDD(`hour`)" if table.grain == "hour" else "toYYYYMM(`day`)"
+    name, engine = names.final, "ReplacingMergeTree"
+    if cluster is not None:
+        name = local_name(name)
+        engine = _sharded_engine(engine, database, name)
     # Every publish of a period is a new version (its finalized_at); the ledger names the visible one.
     return (
-        f"CREATE TABLE IF NOT EXISTS {db}.{q(names.final)}\n{_columns_block(lines)}\n"
-        "ENGINE = ReplacingMergeTree\n"
+        f"CREATE TABLE IF NOT EXISTS {db}.{q(name)}{_on(cluster)}\n{_columns_block(lines)}\n"
+        f"ENGINE = {engine}\n"
         f"PARTITION BY {partition}\n"
         f"ORDER BY ({key}, {q(table.period)}, `finalized_at`)\n"
-        f"SETTINGS non_replicated_deduplication_window = {int(dedup_window)}"
+        f"{_dedup_setting(dedup_window, cluster)}"
     )
 
 
-def analyst_view_ddl(table: WideTable, database: str) -> str:
+def analyst_view_ddl(table: WideTable, database: str, *, cluster: str | None = None) -> str:
+    """The analyst view; on a cluster the ledger's versions go to every shard as one set (``GLOBAL``)."""
     db, names, key, period = _db(database), table_names(table), q(table.key_name), q(table.period)
+    scope = "" if cluster is None else "GLOBAL "
     stream = [q(c.name) for c in table.columns]
     offline = [q(c.name) for c in table.offline_columns]
     finalized = ", ".join([key, period, *stream, *offline])
@@ -214,18 +312,22 @@ def analyst_view_ddl(table: WideTable, database: str) -> str:
     as_period = "toDateTime(`period`, 'UTC')" if table.grain == "hour" else "toDate(`period`)"
     ledger = f"{db}.{q(LEDGER)} WHERE `table` = '{table.name}'"
     return (
-        f"CREATE OR REPLACE VIEW {db}.{q(names.view)} AS\n"
+        f"CREATE OR REPLACE VIEW {db}.{q(names.view)}{_on(cluster)} AS\n"
         f"SELECT {finalized}\nFROM {db}.{q(names.final)}\n"
-        f"WHERE ({period}, `finalized_at`) IN\n"
+        f"WHERE ({period}, `finalized_at`) {scope}IN\n"
         f"    (SELECT {as_period}, max(`finalized_at`) FROM {ledger} GROUP BY `period`)\n"
         "UNION ALL\n"
         f"SELECT {live}\nFROM {db}.{q(names.merged)}\n"
-        f"WHERE {period} NOT IN (SELECT {as_period} FROM {ledger})"
+        f"WHERE {period} {scope}NOT IN (SELECT {as_period} FROM {ledger})"
     )
 
 
-def shape_ddl(shape: Shape, database: str, dedup_window: int = DEDUP_WINDOW) -> str:
-    """``CREATE TABLE IF NOT EXISTS`` of a declared shape, with a deduplication window for inserts."""
+def shape_ddl(
+    shape: Shape, database: str, dedup_window: int = DEDUP_WINDOW, *, cluster: str | None = None
+) -> str:
+    """``CREATE TABLE IF NOT EXISTS`` of a declared shape, with a deduplication window for inserts.
+
+    On a cluster: one replicated table with a full copy on every node (never sharded)."""
     lines = []
     for column in shape.columns:
         kind = TYPES[column.kind].clickhouse
@@ -235,33 +337,53 @@ def shape_ddl(shape: Shape, database: str, dedup_window: int = DEDUP_WINDOW) -> 
             kind = f"LowCardinality({kind})"
         lines.append(f"{q(column.name)} {kind}")
     order = ", ".join(q(n) for n in shape.order_by)
+    engine = shape.engine if cluster is None else _everywhere_engine(shape.engine, database, shape.name)
     return (
-        f"CREATE TABLE IF NOT EXISTS {_db(database)}.{q(shape.name)}\n{_columns_block(lines)}\n"
-        f"ENGINE = {shape.engine}\n"
+        f"CREATE TABLE IF NOT EXISTS {_db(database)}.{q(shape.name)}{_on(cluster)}\n{_columns_block(lines)}\n"
+        f"ENGINE = {engine}\n"
         f"PARTITION BY toYYYYMMDD({q(shape.partition_by)})\n"
         f"ORDER BY ({order})\n"
-        f"SETTINGS non_replicated_deduplication_window = {int(dedup_window)}"
+        f"{_dedup_setting(dedup_window, cluster)}"
     )
 
 
-def table_ddl(table: WideTable, database: str, dedup_window: int = DEDUP_WINDOW) -> list[str]:
-    """Every statement for one wide table, in creation order (tables before the views over them)."""
+def table_ddl(
+    table: WideTable, database: str, dedup_window: int = DEDUP_WINDOW, *, cluster: str | None = None
+) -> list[str]:
+    """Every statement for one wide table, in creation order (tables before the views over them).
+
+    The first :func:`table_count` statements create the partial and final tables (on a cluster:
+    the shard-local tables, then the Distributed tables over them)."""
+    names = table_names(table)
+    tables = [
+        partial_table_ddl(table, database, dedup_window, cluster=cluster),
+        final_table_ddl(table, database, dedup_window, cluster=cluster),
+    ]
+    if cluster is not None:
+        tables += [distributed_ddl(table, n, database, cluster) for n in (names.partial, names.final)]
     return [
-        partial_table_ddl(table, database, dedup_window),
-        final_table_ddl(table, database, dedup_window),
-        shape_ddl(LEDGER_SHAPE, database, dedup_window),  # the analyst view reads it
-        merged_view_ddl(table, database),
-        analyst_view_ddl(table, database),
+        *tables,
+        shape_ddl(LEDGER_SHAPE, database, dedup_window, cluster=cluster),  # the analyst view reads it
+        merged_view_ddl(table, database, cluster=cluster),
+        analyst_view_ddl(table, database, cluster=cluster),
     ]
 
 
-def catalog_ddl(catalog: Catalog, database: str, dedup_window: int = DEDUP_WINDOW) -> dict[str, list[str]]:
+def table_count(cluster: str | None) -> int:
+    """How many of :func:`table_ddl`'s statements create the partial and final tables."""
+    return 2 if cluster is None else 4
+
+
+def catalog_ddl(
+    catalog: Catalog, database: str, dedup_window: int = DEDUP_WINDOW, *, cluster: str | None = None
+) -> dict[str, list[str]]:
     """Statements per wide table name, for every wide table of the catalog."""
-    return {t.name: table_ddl(t, database, dedup_window) for t in catalog.wide_tables}
+    return {t.name: table_ddl(t, database, dedup_window, cluster=cluster) for t in catalog.wide_tables}
 
 
-def expected_columns(table: WideTable) -> dict[str, dict[str, str]]:
-    """Column name -> ClickHouse type, for the partial and the final table of ``table``."""
+def expected_columns(table: WideTable, *, cluster: str | None = None) -> dict[str, dict[str, str]]:
+    """Column name -> ClickHouse type, for the partial and the final table of ``table`` (on a cluster:
+    the shard-local tables first, then the Distributed tables, which carry the same columns)."""
     names = table_names(table)
     partial = {table.key_name: key_type(table), "hour": "DateTime('UTC')"}
     partial.update({c.name: partial_type(c) for c in table.columns})
@@ -272,13 +394,26 @@ def expected_columns(table: WideTable) -> dict[str, dict[str, str]]:
     final.update({c.name: final_type(c) for c in table.columns})
     final.update({c.name: f"Nullable({value_type(c.type)})" for c in table.offline_columns})
     final["finalized_at"] = "DateTime64(3, 'UTC')"
-    return {names.partial: partial, names.final: final}
+    if cluster is None:
+        return {names.partial: partial, names.final: final}
+    return {
+        local_name(names.partial): partial,
+        local_name(names.final): final,
+        names.partial: partial,
+        names.final: final,
+    }
 
 
-def add_column_statement(table: WideTable, target: str, column: str, database: str) -> str:
-    """``ALTER TABLE ... ADD COLUMN IF NOT EXISTS`` for one catalog column of the partial or final table."""
+def add_column_statement(
+    table: WideTable, target: str, column: str, database: str, *, cluster: str | None = None
+) -> str:
+    """``ALTER TABLE ... ADD COLUMN IF NOT EXISTS`` for one catalog column of the partial or final
+    table (on a cluster ``target`` may be a shard-local table or the Distributed table over it)."""
     db, names = _db(database), table_names(table)
-    if target == names.partial:
+    base = target
+    if cluster is not None and target.endswith(LOCAL_SUFFIX):
+        base = target[: -len(LOCAL_SUFFIX)]
+    if base == names.partial:
         wide = table.column(column)
         default = partial_default(wide)
         spec = partial_type(wide) + (f" DEFAULT {default}" if default else "")
@@ -287,32 +422,52 @@ def add_column_statement(table: WideTable, target: str, column: str, database: s
     else:
         offline = next(c for c in table.offline_columns if c.name == column)
         spec = f"Nullable({value_type(offline.type)})"
-    return f"ALTER TABLE {db}.{q(target)} ADD COLUMN IF NOT EXISTS {q(column)} {spec}"
+    return f"ALTER TABLE {db}.{q(target)}{_on(cluster)} ADD COLUMN IF NOT EXISTS {q(column)} {spec}"
+
+
+def database_ddl(database: str, *, cluster: str | None = None) -> str:
+    return f"CREATE DATABASE IF NOT EXISTS {_db(database)}{_on(cluster)}"
+
+
+def drop_statements(name: str, database: str, *, cluster: str | None = None) -> list[str]:
+    """``DROP TABLE IF EXISTS`` of a table or view; on a cluster also of its shard-local table, on
+    every node, ``SYNC`` (a replicated table's Keeper path is free again when it returns)."""
+    db = _db(database)
+    if cluster is None:
+        return [f"DROP TABLE IF EXISTS {db}.{q(name)}"]
+    return [f"DROP TABLE IF EXISTS {db}.{q(n)}{_on(cluster)} SYNC" for n in (name, local_name(name))]
 
 
 def apply_ddl(
-    client: DdlClient, catalog: Catalog, database: str, dedup_window: int = DEDUP_WINDOW
+    client: DdlClient,
+    catalog: Catalog,
+    database: str,
+    dedup_window: int = DEDUP_WINDOW,
+    *,
+    cluster: str | None = None,
 ) -> list[str]:
     """Create or evolve every wide table's objects through a clickhouse-connect client.
 
     Idempotent: tables are created if missing, columns the catalog gained are added (at the end;
     ClickHouse selects by name), views are replaced. A column whose type no longer matches the
     catalog (its aggregate or type changed) raises CatalogError: that needs a deliberate migration.
-    Returns the statements run.
+    On a cluster every statement runs ``ON CLUSTER`` (columns are checked on the node the client
+    reaches). Returns the statements run.
     """
-    run: list[str] = [f"CREATE DATABASE IF NOT EXISTS {_db(database)}"]
+    run: list[str] = [database_ddl(database, cluster=cluster)]
     client.command(run[0])
+    tables = table_count(cluster)
     for table in catalog.wide_tables:
-        create = table_ddl(table, database, dedup_window)
-        for statement in create[:2]:
+        create = table_ddl(table, database, dedup_window, cluster=cluster)
+        for statement in create[:tables]:
             client.command(statement)
             run.append(statement)
-        for target, wanted in expected_columns(table).items():
+        for target, wanted in expected_columns(table, cluster=cluster).items():
             result = client.rows(_COLUMNS_QUERY, {"db": database, "t": target})
             present: dict[str, str] = {str(r[0]): str(r[1]) for r in result}
             for column, kind in wanted.items():
                 if column not in present:
-                    statement = add_column_statement(table, target, column, database)
+                    statement = add_column_statement(table, target, column, database, cluster=cluster)
                     client.command(statement)
                     run.append(statement)
                 elif _normalize_type(present[column]) != _normalize_type(kind):
@@ -320,10 +475,27 @@ def apply_ddl(
                         f"{database}.{target}.{column} is {present[column]} but the catalog "
                         f"({table.file.name}) now makes it {kind}; migrate it deliberately (e.g. a new name)"
                     )
-        for statement in create[2:]:
+        for statement in create[tables:]:
             client.command(statement)
             run.append(statement)
     return run
+
+
+def scratch_table_ddl(table: WideTable, name: str, *, cluster: str | None = None) -> str:
+    """A run's own table with the partial table's columns and engine, in the client's database.
+
+    On one server: ``AS T_partial``. On a cluster it is a plain table on the node the client reaches
+    (never a copy of the Distributed table, whose inserts would land in the live partials, nor of
+    the replicated one, whose Keeper path it would share)."""
+    partial = table_names(table).partial
+    if cluster is None:
+        return f"CREATE TABLE IF NOT EXISTS {q(name)} AS {q(partial)}"
+    return (
+        f"CREATE TABLE IF NOT EXISTS {q(name)} AS {q(local_name(partial))}\n"
+        "ENGINE = AggregatingMergeTree\n"
+        "PARTITION BY toYYYYMMDD(`hour`)\n"
+        f"ORDER BY ({q(table.key_name)}, `hour`)"
+    )
 
 
 _COLUMNS_QUERY = "SELECT name, type FROM system.columns WHERE database = {db:String} AND table = {t:String}"
@@ -333,12 +505,19 @@ def _normalize_type(text: str) -> str:
     return text.replace(" ", "").replace('"', "'")
 
 
-def render_sql_file(table: WideTable, database: str, dedup_window: int = DEDUP_WINDOW) -> str:
+def render_sql_file(
+    table: WideTable, database: str, dedup_window: int = DEDUP_WINDOW, *, cluster: str | None = None
+) -> str:
     """The content of ``sql/clickhouse/<table>.sql``: a header and the statements, each ending in ``;``."""
+    objects = list(vars(table_names(table)).values())
+    if cluster is not None:
+        objects[:0] = [local_name(objects[0]), local_name(objects[2])]
+    on = "" if cluster is None else f" on cluster {check_cluster(cluster)}"
     header = (
         f"-- Generated by `widehouse catalog ddl` from the catalog ({table.file.name}); do not edit.\n"
         f"-- Wide table {table.name}: one row per {table.key_name} per {table.grain}; "
         f"{len(table.columns)} stream columns, {len(table.offline_columns)} offline columns.\n"
-        f"-- Objects: {', '.join(vars(table_names(table)).values())}.\n"
+        f"-- Objects{on}: {', '.join(objects)}.\n"
     )
-    return header + "\n" + "\n\n".join(s + ";" for s in table_ddl(table, database, dedup_window)) + "\n"
+    statements = table_ddl(table, database, dedup_window, cluster=cluster)
+    return header + "\n" + "\n\n".join(s + ";" for s in statements) + "\n"

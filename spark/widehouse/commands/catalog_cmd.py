@@ -34,6 +34,11 @@ def register(subparsers: Any) -> None:
     gen = commands.add_parser("ddl", help="write the ClickHouse DDL of every wide table (sql/clickhouse/)")
     _catalog_options(gen)
     gen.add_argument("--database", help="ClickHouse database in the statements (default: the configured one)")
+    gen.add_argument(
+        "--cluster",
+        help="ClickHouse cluster for ON CLUSTER DDL, replicated and Distributed tables "
+        "(default: WIDEHOUSE_CLICKHOUSE_CLUSTER; `none` for one server)",
+    )
     gen.add_argument("--out", type=Path, help="directory for <table>.sql (default: <sql dir>/clickhouse)")
     gen.add_argument("--stdout", action="store_true", help="print the statements instead of writing files")
     gen.add_argument("--check", action="store_true", help="fail if the files on disk differ from the catalog")
@@ -115,7 +120,9 @@ def run_ddl(args: argparse.Namespace, settings: Settings) -> int:
 
     catalog = _load(args, settings)
     database = args.database or clickhouse.database_name(settings.clickhouse)
-    files = {f"{t.name}.sql": ddl.render_sql_file(t, database) for t in catalog.wide_tables}
+    cluster = settings.clickhouse.cluster if args.cluster is None else args.cluster
+    cluster = None if cluster in ("", "none") else cluster
+    files = {f"{t.name}.sql": ddl.render_sql_file(t, database, cluster=cluster) for t in catalog.wide_tables}
     if args.stdout:
         print("\n".join(files.values()))
     else:
@@ -133,7 +140,7 @@ def run_ddl(args: argparse.Namespace, settings: Settings) -> int:
             print(f"wrote {len(files)} files to {out} ({len(stale)} changed)")
     if args.apply:
         client = clickhouse.connect(settings.clickhouse)
-        statements = ddl.apply_ddl(client, catalog, database)
+        statements = ddl.apply_ddl(client, catalog, database, cluster=cluster)
         print(
             f"applied {len(statements)} statements to {settings.clickhouse.display_dsn} database {database}"
         )

@@ -27,6 +27,8 @@ can be traced to its batch, and replays are recognisable. What the rows mean and
 
 from __future__ import annotations
 
+import re
+
 from widehouse.shape import Col, Shape
 
 # -- the stream's tables ------------------------------------------------------------------------
@@ -223,11 +225,32 @@ LEASE_SHAPE = Shape(
 BATCH_SHAPES: tuple[Shape, ...] = (LEDGER_SHAPE, PUBLICATION_SHAPE, RECONCILIATION_SHAPE, LEASE_SHAPE)
 """Every ClickHouse table of the batch layer."""
 
+IDEMPOTENCY_RECORDS: frozenset[str] = frozenset({PROGRESS, MARKS, LEDGER, PUBLICATIONS, LEASES})
+"""The tables whose rows decide whether a batch or a period is written (again): the stream's last
+committed batch and per-table marks, the ledger, the prepared publications and the publish leases.
+On a ClickHouse cluster they are written with a quorum and read with sequential consistency
+(:class:`widehouse.clickhouse.client.ClickHouse`), so a read on a lagging replica cannot miss one."""
+
+# -- on a ClickHouse cluster ----------------------------------------------------------------------
+
+_CLUSTER_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,126}")
+
+
+def check_cluster_name(name: str) -> str:
+    """A ClickHouse cluster name as ``remote_servers`` spells it and the DDL quotes it
+    (``ON CLUSTER '<name>'``): letters, digits, ``_``, ``.``, ``-``. Raises ValueError (without the
+    value: callers name it) otherwise."""
+    if not _CLUSTER_NAME_RE.fullmatch(name):
+        raise ValueError("must be letters, digits, '_', '.' or '-', starting with a letter or '_'")
+    return name
+
+
 __all__ = [
     "BATCH_SHAPES",
     "COUNTS",
     "COUNTS_SHAPE",
     "GROUP_ROW",
+    "IDEMPOTENCY_RECORDS",
     "LATE",
     "LATE_SHAPE",
     "LEASES",
@@ -246,4 +269,5 @@ __all__ = [
     "RECONCILIATION_SHAPE",
     "SIDE_SHAPES",
     "STREAM_SHAPES",
+    "check_cluster_name",
 ]

@@ -56,6 +56,8 @@ class PulsarSettings:
 class ClickHouseSettings:
     dsn: str = field(repr=False)
     database: str = _default("clickhouse.database")
+    cluster: str | None = _default("clickhouse.cluster")
+    """The ClickHouse cluster the tables live on (``ON CLUSTER``), or None for one server."""
 
     @property
     def embedded(self) -> bool:

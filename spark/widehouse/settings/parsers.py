@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import SplitResult, unquote, urlsplit
 
 from widehouse.contracts import periods, values
+from widehouse.contracts.tables import check_cluster_name
 from widehouse.settings.masking import _mask_spark_conf
 
 STREAM_SINKS = ("clickhouse", "delta")
@@ -113,6 +114,12 @@ def _parse_identifier(value: str) -> str:
     if not _IDENTIFIER_RE.fullmatch(value):
         raise ValueError("must be a plain identifier (letters, digits, underscore)")
     return value
+
+
+def _parse_clickhouse_cluster(value: str) -> str | None:
+    if value.lower() == "none":
+        return None
+    return check_cluster_name(value)
 
 
 def _parse_user(value: str) -> str:

@@ -16,6 +16,7 @@ from widehouse.settings.defaults import (
 from widehouse.settings.masking import _mask_spark_conf
 from widehouse.settings.parsers import (
     _parse_bool,
+    _parse_clickhouse_cluster,
     _parse_clickhouse_dsn,
     _parse_dir,
     _parse_hbase_table_prefix,
@@ -105,6 +106,15 @@ SERVICE_VARIABLES: tuple[Variable[Any], ...] = (
         _parse_identifier,
         "clickhouse.database",
         "ClickHouse database for Widehouse tables (a database in the DSN path wins).",
+    ),
+    Variable(
+        "WIDEHOUSE_CLICKHOUSE_CLUSTER",
+        None,
+        _parse_clickhouse_cluster,
+        "clickhouse.cluster",
+        "ClickHouse cluster (a `remote_servers` name) to create the tables on: replicated engines, "
+        "wide tables sharded by key behind Distributed tables, idempotency records written with a "
+        "quorum and read with sequential consistency. Unset (or `none`): one server.",
     ),
     Variable(
         "WIDEHOUSE_DELTA_ROOT",

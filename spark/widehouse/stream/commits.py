@@ -14,6 +14,12 @@ So the sink does not rely on it:
 
 Inserts still carry their deduplication token and ``async_insert=0``, a second line of defence for a
 crash between an insert and its mark.
+
+On a ClickHouse cluster both reads are sequentially consistent and progress rows and marks are
+quorum inserts (:data:`widehouse.contracts.tables.IDEMPOTENCY_RECORDS`, applied by
+:class:`widehouse.clickhouse.client.ClickHouse`): a restarted group whose first read lands on a
+lagging replica gets an error (retried) rather than an older committed batch, which would make it
+write a batch twice once the batch's tokens have left the deduplication window.
 """
 
 from __future__ import annotations
@@ -48,7 +54,7 @@ _MARKED = (
 
 def last_batch(client: ClickHouse, sql: str, app: str, group: str) -> int | None:
     """``max(batch_id)`` of a query over (app, group) rows; None when there are none."""
-    rows = client.rows(sql, {"app": app, "group": group})
+    rows = client.rows(sql, {"app": app, "group": group}, consistent=True)
     top, count = rows[0] if rows else (None, 0)
     return int(top) if count else None
 
@@ -101,7 +107,9 @@ class ClickHouseLedger:
             return False
         self._written = set()
         if first:  # only the first batch of a run can have been cut short by a crash
-            rows = client.rows(_MARKED, {"app": self.app, "group": self.group, "batch": batch_id})
+            rows = client.rows(
+                _MARKED, {"app": self.app, "group": self.group, "batch": batch_id}, consistent=True
+            )
             self._written = {str(r[0]) for r in rows}
             if self._written:
                 log.info(
