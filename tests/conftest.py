@@ -3,11 +3,16 @@
 - ``settings``: Settings for this test session. State (chDB data, Delta tables, Hive metastore,
   checkpoints, and services started by the tests) lives in a fresh temporary state dir; service
   endpoints come from the environment / defaults, so tests can target other services by URL.
-- ``services``: the real local services (Pulsar, HBase + Thrift, the ClickHouse service). Reused
-  when they already answer on the configured ports
+- ``services``: the real local services (Pulsar, HBase + Thrift, the ClickHouse service, the Hive
+  metastore). Each is reused when it already answers on its configured port
   (e.g. a developer ran ``widehouse services up``) and then left running; otherwise started once
   for the session and stopped at its end. The local ClickHouse password is chosen once per session
   (:func:`session_clickhouse_password`) and exported, so both ways and every subprocess agree.
+- ``metastore``: the Hive metastore service alone (what a Spark session needs). Unless the
+  environment names a metastore, each test session runs its own on a free port over a fresh
+  catalog (:func:`pytest_configure` exports the port, ``state_dir`` the warehouse), so tables of an
+  earlier run never collide and every Spark process of the session, subprocesses included, shares
+  one catalog and one warehouse dir.
 - ``spark``: one local SparkSession (Delta + Hive) for the session, tuned small.
 """
 
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -49,10 +55,20 @@ def session_clickhouse_password() -> str:
     return secrets.token_urlsafe(24)
 
 
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # one password for the whole session: settings loaded anywhere (tests build their own, and
     # subprocesses inherit os.environ with another state dir) reach the same ClickHouse service
     os.environ["WIDEHOUSE_CLICKHOUSE_PASSWORD"] = session_clickhouse_password()
+    # a metastore of the session's own (fresh catalog), unless the environment names one
+    named = ("WIDEHOUSE_HIVE_METASTORE_URI", "WIDEHOUSE_HIVE_METASTORE_PORT")
+    if not any(os.environ.get(name) for name in named):
+        os.environ["WIDEHOUSE_HIVE_METASTORE_PORT"] = str(free_port())
 
 
 def settings_for(state_dir: Path, **overrides: str) -> Settings:
@@ -69,7 +85,11 @@ def settings_for(state_dir: Path, **overrides: str) -> Settings:
 
 @pytest.fixture(scope="session")
 def state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("state")
+    path = tmp_path_factory.mktemp("state")
+    # one warehouse for every Spark process of the session (subprocesses with other state dirs too):
+    # the shared metastore records database locations under it
+    os.environ.setdefault("WIDEHOUSE_HIVE_WAREHOUSE", str(path / "hive" / "warehouse"))
+    return path
 
 
 @pytest.fixture(scope="session")
@@ -77,14 +97,10 @@ def settings(state_dir: Path) -> Settings:
     return settings_for(state_dir)
 
 
-@pytest.fixture(scope="session")
-def services(settings: Settings) -> Iterator[Settings]:
-    """Real Pulsar, HBase, HBase Thrift and ClickHouse for the session (reused if already running)."""
+def _running(settings: Settings, names: list[str] | None) -> Iterator[Settings]:
+    """Start the services ``names`` (None: all) that do not answer yet; stop those at the end."""
     manager = ServiceManager(settings.local)
-    if manager.answering():
-        yield settings
-        return
-    started = manager.up()
+    started = manager.up_missing(names)
     try:
         yield settings
     finally:
@@ -92,7 +108,23 @@ def services(settings: Settings) -> Iterator[Settings]:
 
 
 @pytest.fixture(scope="session")
-def spark(settings: Settings) -> Iterator[Any]:
+def metastore(settings: Settings) -> Iterator[Settings]:
+    """The Hive metastore service every Spark process of the session shares."""
+    if settings.hive.metastore_uri != settings.local.hive_metastore_uri:
+        yield settings  # a remote metastore (or WIDEHOUSE_HIVE_METASTORE_URI=embedded): not ours to run
+        return
+    yield from _running(settings, ["metastore"])
+
+
+@pytest.fixture(scope="session")
+def services(settings: Settings, metastore: Settings) -> Iterator[Settings]:
+    """Real Pulsar, HBase, HBase Thrift, ClickHouse and the metastore for the session (each reused if
+    already running)."""
+    yield from _running(settings, [n for n in ServiceManager(settings.local).services if n != "metastore"])
+
+
+@pytest.fixture(scope="session")
+def spark(settings: Settings, metastore: Settings) -> Iterator[Any]:
     from widehouse.spark.session import build_session
 
     session = build_session(settings, "widehouse-tests", overrides=SPARK_TEST_CONF)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -19,6 +20,7 @@ import pytest
 
 from widehouse import clickhouse
 from widehouse.errors import ClickHouseError
+from widehouse.services.metastore import list_databases, thrift_call
 from widehouse.services.process import find_marked_pids
 from widehouse.settings import load_settings
 
@@ -34,8 +36,9 @@ PORT_VARIABLES = (
     "WIDEHOUSE_HBASE_THRIFT_PORT",
     "WIDEHOUSE_HBASE_THRIFT_INFO_PORT",
     "WIDEHOUSE_CLICKHOUSE_PORT",
+    "WIDEHOUSE_HIVE_METASTORE_PORT",
 )
-SERVICES = ("pulsar", "hbase", "hbase-thrift", "clickhouse")
+SERVICES = ("pulsar", "hbase", "hbase-thrift", "clickhouse", "metastore")
 
 
 def free_ports(count: int) -> list[int]:
@@ -47,6 +50,15 @@ def free_ports(count: int) -> list[int]:
     finally:
         for s in sockets:
             s.close()
+
+
+def create_database(port: int, name: str) -> None:
+    """``ThriftHiveMetastore.create_database(Database(name=name))``: a catalog write over raw Thrift."""
+    encoded = name.encode()
+    database = bytes([11]) + struct.pack(">hi", 1, len(encoded)) + encoded + bytes([0])  # name, STOP
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        reader = thrift_call(sock, "create_database", bytes([12]) + struct.pack(">h", 1) + database)
+        assert reader.exact(1) == bytes([0]), "create_database raised"  # void result: no exception field
 
 
 def cli(env: dict[str, str], *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -90,8 +102,13 @@ def test_up_twice_status_crash_and_down_leave_nothing(tmp_path: Path) -> None:
         )
         warehouse.insert("kept", pa.table({"x": pa.array([1, 2, 3], pa.uint32())}), token="kept-1")
 
+        # the metastore answers real catalog calls at its port; what it records is in its Derby database
+        metastore_port = settings.local.hive_metastore_port
+        assert list_databases("127.0.0.1", metastore_port) == ["default"]
+        create_database(metastore_port, "kept_db")
+
         # crashed services: their pid files are stale; status says so and `up` restarts only them
-        for name in ("hbase-thrift", "clickhouse"):
+        for name in ("hbase-thrift", "clickhouse", "metastore"):
             pid = int((tmp_path / f"state/services/{name}/{name}.pid").read_text().split()[0])
             os.kill(pid, signal.SIGKILL)
         time.sleep(1)
@@ -103,6 +120,7 @@ def test_up_twice_status_crash_and_down_leave_nothing(tmp_path: Path) -> None:
             "hbase": "running",
             "hbase-thrift": "stopped",
             "clickhouse": "stopped",
+            "metastore": "stopped",
         }
         with pytest.raises(ClickHouseError, match=r"127\.0\.0\.1"):
             clickhouse.connect(settings.clickhouse, connect_timeout=2)  # names where it looked
@@ -110,11 +128,14 @@ def test_up_twice_status_crash_and_down_leave_nothing(tmp_path: Path) -> None:
         assert restart.returncode == 0, restart.stderr
         assert "hbase-thrift: starting" in restart.stdout
         assert "clickhouse: starting" in restart.stdout
+        assert "metastore: starting" in restart.stdout  # over the Derby database the killed one held
         assert "pulsar: already running" in restart.stdout
         again = clickhouse.connect(settings.clickhouse)
         assert again.rows("SELECT x FROM kept ORDER BY x") == [(1,), (2,), (3,)]
         again.insert("kept", pa.table({"x": pa.array([1, 2, 3], pa.uint32())}), token="kept-1")
         assert again.scalar("SELECT count() FROM kept") == 3  # the replay after the crash: a no-op
+        # the catalog written before the metastore's SIGKILL is there after its restart
+        assert list_databases("127.0.0.1", metastore_port) == ["default", "kept_db"]
     finally:
         down = cli(env, "down")
     assert down.returncode == 0, down.stderr

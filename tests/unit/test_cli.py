@@ -65,6 +65,7 @@ def test_status_of_stopped_services_exits_3(tmp_path: Path) -> None:
         "hbase": "stopped",
         "hbase-thrift": "stopped",
         "clickhouse": "stopped",
+        "metastore": "stopped",
     }
 
 

@@ -6,6 +6,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from widehouse.services.hbase import HBaseThrift, hbase_site, render_site
+from widehouse.services.metastore import HiveMetastore
 from widehouse.services.pulsar import PulsarStandalone, pulsar_overrides, render_conf
 from widehouse.settings import LocalServicesSettings
 
@@ -86,3 +87,32 @@ def test_thrift_server_speaks_happybase_default_mode(tmp_path: Path) -> None:
     assert "-f" not in tail and "-c" not in tail
     assert tail[tail.index("-p") + 1] == "9999"
     assert tail[tail.index("-b") + 1] == "127.0.0.1"
+
+
+def test_metastore_owns_its_derby_database_and_shares_the_sessions_warehouse(tmp_path: Path) -> None:
+    local = LocalServicesSettings(
+        state_dir=tmp_path / "state",
+        vendor_dir=tmp_path / "vendor",
+        hive_metastore_port=19083,
+        hive_metastore_heap="192m",
+        hive_warehouse_dir=str(tmp_path / "lake" / "warehouse"),
+    )
+    service = HiveMetastore(local)
+    service.prepare()
+    site = {
+        p.findtext("name"): p.findtext("value")
+        for p in ET.parse(service.dir / "conf" / "hive-site.xml").getroot().iter("property")
+    }
+    derby = tmp_path / "state" / "services" / "metastore" / "data" / "metastore_db"
+    assert site["javax.jdo.option.ConnectionURL"] == f"jdbc:derby:;databaseName={derby};create=true"
+    assert site["hive.metastore.warehouse.dir"] == f"file://{tmp_path}/lake/warehouse"
+    assert (tmp_path / "lake" / "warehouse").is_dir()
+    argv = service.command()
+    jars = Path(argv[argv.index("-cp") + 1].split(":")[1].removesuffix("/*"))
+    assert list(jars.glob("hive-metastore-2.3.*.jar"))  # pyspark's own Hive: Spark's client version
+    assert argv[-3:] == ("org.apache.hadoop.hive.metastore.HiveMetaStore", "-p", "19083")
+    assert "-Xmx192m" in argv
+    assert service.endpoints() == ["thrift://127.0.0.1:19083"]
+    # a hand-built config without a warehouse gets the documented default
+    bare = HiveMetastore(LocalServicesSettings(state_dir=tmp_path / "s2", vendor_dir=tmp_path / "v"))
+    assert bare.warehouse_dir == str(tmp_path / "s2" / "hive" / "warehouse")

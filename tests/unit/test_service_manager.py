@@ -271,3 +271,21 @@ def _group_members(pgid: int) -> list[int]:
             if fields[2] == str(pgid):
                 members.append(int(entry.name))
     return members
+
+
+def test_up_missing_leaves_services_answering_for_someone_else_alone(
+    local: LocalServicesSettings, held_port: int
+) -> None:
+    # `a` answers on its port, held by another owner (another state dir's service): `up` would refuse
+    # the port; `up_missing` starts only `b`, whose dependency answers already
+    a = TinyService(local, "a", held_port)
+    b = TinyService(local, "b", free_port(), depends_on=("a",))
+    manager = ServiceManager(local, services=[a, b])
+    with pytest.raises(PortInUseError):
+        manager.up()
+    try:
+        assert manager.up_missing() == ["b"]
+        assert manager.up_missing() == []  # everything answers now
+        assert [s.state for s in manager.status()] == ["stopped", "running"]
+    finally:
+        manager.down()

@@ -83,6 +83,8 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     "WIDEHOUSE_CLICKHOUSE_PASSWORD": ("s3cret pass", "s3cret pass"),
     "WIDEHOUSE_CLICKHOUSE_HANDLES": ("8", 8),
     "WIDEHOUSE_SERVICE_START_TIMEOUT": ("2.5", 2.5),
+    "WIDEHOUSE_HIVE_METASTORE_PORT": ("19083", 19083),
+    "WIDEHOUSE_HIVE_METASTORE_HEAP": ("1g", "1g"),
     "WIDEHOUSE_PLAN_SLOT_CAPACITY": ("5e6", 5e6),
     "WIDEHOUSE_PLAN_MESSAGE_COST": ("0", 0.0),
     "WIDEHOUSE_PLAN_TARGET_FILL": ("0.9", 0.9),
@@ -207,6 +209,7 @@ def test_dataclass_defaults_come_from_the_table() -> None:
         "hbase.zookeeper": "127.0.0.1:2181",  # what the default ZooKeeper port gives
         "local.clickhouse_password": None,  # none until `widehouse services up` generates one
         "airflow.password": None,  # none until `widehouse airflow up` generates one
+        "local.hive_warehouse_dir": None,  # loading derives it from WIDEHOUSE_HIVE_WAREHOUSE
     }
     for group in groups:
         cls = type(getattr(load_settings(BASE), group))
@@ -229,7 +232,7 @@ def test_documented_defaults() -> None:
     assert doc["WIDEHOUSE_PLAN_TARGET_FILL"] == "0.8"
     assert doc["WIDEHOUSE_STREAM_SINKS"] == "clickhouse,delta"
     assert doc["WIDEHOUSE_SPARK_UI"] == "false"
-    assert doc["WIDEHOUSE_HIVE_METASTORE_URI"] == "(embedded Derby)"
+    assert doc["WIDEHOUSE_HIVE_METASTORE_URI"] == "thrift://127.0.0.1:<hive metastore port>"
     assert doc["WIDEHOUSE_PULSAR_AUTH_TOKEN"] == "(none)"
     assert format_value(180.0) == "180" and format_value(()) == "(none)"
 
@@ -249,7 +252,7 @@ def test_defaults_describe_local_mode(tmp_path: Path) -> None:
     assert s.clickhouse.database == "wh"
     assert s.delta.root == str(tmp_path / "delta")
     assert (s.hbase.host, s.hbase.port) == ("127.0.0.1", 9090)
-    assert s.hive.metastore_uri is None
+    assert s.hive.metastore_uri == "thrift://127.0.0.1:9083"  # the local `metastore` service
     assert s.hive.metastore_db_dir == str(tmp_path / "hive" / "metastore_db")
     assert s.hive.warehouse_dir == str(tmp_path / "hive" / "warehouse")
     assert s.spark.master == "local[*]" and s.spark.is_local
@@ -392,6 +395,9 @@ def test_the_default_dsn_is_the_local_service() -> None:
         ("WIDEHOUSE_CLICKHOUSE_USER", "1st", "starting with a letter"),
         ("WIDEHOUSE_CLICKHOUSE_HANDLES", "0", "positive integer"),
         ("WIDEHOUSE_HIVE_METASTORE_URI", "http://ms:9083", "scheme must be one of thrift"),
+        ("WIDEHOUSE_HIVE_METASTORE_URI", "embeded", "scheme must be one of thrift (or `embedded`"),
+        ("WIDEHOUSE_HIVE_METASTORE_PORT", "0", "between 1 and 65535"),
+        ("WIDEHOUSE_HIVE_METASTORE_HEAP", "lots", "JVM size"),
         ("WIDEHOUSE_HBASE_HOST", "bad host", "host name or IP address"),
         ("WIDEHOUSE_HBASE_SALT_BUCKETS", "0", "between 1 and 1000"),
         ("WIDEHOUSE_HBASE_SALT_BUCKETS", "1001", "between 1 and 1000"),

@@ -19,15 +19,39 @@ def test_local_conf_has_delta_hive_and_small_footprint(tmp_path: Path) -> None:
     assert conf["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
     assert conf["spark.sql.catalog.spark_catalog"] == "org.apache.spark.sql.delta.catalog.DeltaCatalog"
     assert conf["spark.sql.catalogImplementation"] == "hive"
-    assert conf["spark.hadoop.javax.jdo.option.ConnectionURL"] == (
-        f"jdbc:derby:;databaseName={tmp_path}/hive/metastore_db;create=true"
-    )
+    # the local `metastore` service, shared by every Spark process; no in-process Derby
+    assert conf["spark.hadoop.hive.metastore.uris"] == "thrift://127.0.0.1:9083"
+    assert "spark.hadoop.javax.jdo.option.ConnectionURL" not in conf
     assert conf["spark.sql.warehouse.dir"] == str(tmp_path / "hive" / "warehouse")
     assert conf["spark.sql.shuffle.partitions"] == "4"
     assert conf["spark.ui.enabled"] == "false"
     assert conf["spark.sql.session.timeZone"] == "UTC"
     assert conf["spark.jars"] == "/j/delta.jar"
     assert conf["spark.pyspark.python"] == sys.executable
+
+
+def test_embedded_metastore_is_an_explicit_opt_in(tmp_path: Path) -> None:
+    s = load_settings(
+        {
+            "WIDEHOUSE_STATE_DIR": str(tmp_path),
+            "WIDEHOUSE_SPARK_JARS": "/j/delta.jar",
+            "WIDEHOUSE_HIVE_METASTORE_URI": "Embedded",
+        }
+    )
+    assert s.hive.embedded
+    conf = spark_conf(s, "app")
+    assert "spark.hadoop.hive.metastore.uris" not in conf
+    assert conf["spark.hadoop.javax.jdo.option.ConnectionURL"] == (
+        f"jdbc:derby:;databaseName={tmp_path}/hive/metastore_db;create=true"
+    )
+    assert conf["spark.driver.extraJavaOptions"] == f"-Dderby.system.home={tmp_path}/hive"
+
+
+def test_the_local_metastore_port_sets_the_default_uri(tmp_path: Path) -> None:
+    s = load_settings({"WIDEHOUSE_STATE_DIR": str(tmp_path), "WIDEHOUSE_HIVE_METASTORE_PORT": "19083"})
+    assert s.hive.metastore_uri == s.local.hive_metastore_uri == "thrift://127.0.0.1:19083"
+    assert s.local.hive_warehouse_dir == s.hive.warehouse_dir == str(tmp_path / "hive" / "warehouse")
+    assert spark_conf(s, "app")["spark.hadoop.hive.metastore.uris"] == "thrift://127.0.0.1:19083"
 
 
 def test_cluster_conf_points_everything_elsewhere_and_user_conf_wins(tmp_path: Path) -> None:

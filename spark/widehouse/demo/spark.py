@@ -80,10 +80,8 @@ def run_demo(settings: Settings, options: DemoOptions, say: Say = print) -> Demo
     t_start = time.monotonic()
     say("== Widehouse demo: Pulsar -> slot-group streams -> ClickHouse + Delta ==")
     services = ServiceManager(settings.local, report=lambda m: say(f"  {m}"))
-    if services.answering():
+    if not services.up_missing():  # whoever runs the ones that answer already
         say("  local services already running")
-    else:
-        services.up()
     catalog = load_catalog(settings.schemas_dir)
     suffix = settings.stream.tenant_suffix
     if suffix:  # the demo's topics under tenants `<tenant>-<suffix>` (tests, a second demo)

@@ -1,4 +1,5 @@
-"""Local services on loopback: Pulsar standalone, HBase standalone and its Thrift server.
+"""Local services on loopback: Pulsar standalone, HBase standalone and its Thrift server, the local
+ClickHouse service and the shared Hive metastore.
 
 Use :class:`ServiceManager` (``widehouse services up|down|status``); each service is a
 :class:`LocalService` over the generic :class:`ManagedProcess` mechanism.

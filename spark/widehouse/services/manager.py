@@ -18,6 +18,7 @@ from widehouse.errors import ConfigError, ServiceError
 from widehouse.services.base import LocalService
 from widehouse.services.clickhouse import ClickHouseService
 from widehouse.services.hbase import HBaseStandalone, HBaseThrift
+from widehouse.services.metastore import HiveMetastore
 from widehouse.services.process import ManagedProcess, tail
 from widehouse.services.pulsar import PulsarStandalone
 from widehouse.settings import LocalServicesSettings
@@ -27,6 +28,7 @@ SERVICE_CLASSES: tuple[type[LocalService], ...] = (
     HBaseStandalone,
     HBaseThrift,
     ClickHouseService,
+    HiveMetastore,
 )
 
 Reporter = Callable[[str], None]
@@ -70,7 +72,8 @@ class ServiceManager:
                 return
             if with_dependencies:
                 for dep in self.services[name].depends_on:
-                    add(dep)
+                    if dep in self.services:  # a manager of a subset (up_missing): the rest answers
+                        add(dep)
             chosen.add(name)
 
         for name in wanted:
@@ -136,6 +139,18 @@ class ServiceManager:
             pending = [s for s in pending if s not in wave]
         self.report(f"all selected services healthy in {time.monotonic() - t0:.1f}s")
         return started
+
+    def up_missing(self, names: Iterable[str] | None = None) -> list[str]:
+        """Like :meth:`up`, but leave alone the selected services that already answer on their ports,
+        whoever started them (the developer's services of another state dir, a shared set on a box).
+
+        For callers that only need the services to be reachable (the demo, the test session); ``up``
+        itself refuses a port another state dir's service holds. Returns the names this call started.
+        """
+        missing = [s for s in self.select(names, with_dependencies=True) if _probe(s) is not None]
+        if not missing:
+            return []
+        return ServiceManager(self.local, missing, self.report).up()
 
     def _clear_strays(self, service: LocalService) -> None:
         strays = service.process.stray_pids()

@@ -9,8 +9,8 @@ declared in :data:`DERIVED_FIELDS`. Everything else in Widehouse receives the fr
 run time, so a job runs the same from a shell, a DAG or a test.
 
 Defaults describe the local mode: services on loopback, state under ``<checkout>/.state``,
-ClickHouse the local ``clickhouse`` service, Hive metastore embedded. Point any of them at a cluster
-by setting the variable; nothing in the code assumes local mode.
+ClickHouse the local ``clickhouse`` service, the Hive metastore the local ``metastore`` service.
+Point any of them at a cluster by setting the variable; nothing in the code assumes local mode.
 
 The local services' passwords have no constant default: ``widehouse services up`` / ``airflow up``
 generate them once per state dir (:func:`create_local_secrets`, :mod:`widehouse.private`), and the

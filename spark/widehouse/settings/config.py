@@ -100,6 +100,11 @@ class HiveSettings:
     metastore_db_dir: str
     """Directory of the embedded Derby metastore (used only when metastore_uri is None)."""
 
+    @property
+    def embedded(self) -> bool:
+        """Spark's in-process Derby metastore (``WIDEHOUSE_HIVE_METASTORE_URI=embedded``): one process."""
+        return self.metastore_uri is None
+
     def __repr__(self) -> str:
         uri = self.metastore_uri
         return _masked_repr(self, metastore_uri=mask_url(uri) if uri else uri)
@@ -156,6 +161,16 @@ class LocalServicesSettings:
     clickhouse_password: str | None = field(default=None, repr=False)
     """None until ``widehouse services up`` generated one (or WIDEHOUSE_CLICKHOUSE_PASSWORD sets it)."""
     clickhouse_handles: int = _default("local.clickhouse_handles")
+    hive_metastore_port: int = _default("local.hive_metastore_port")
+    hive_metastore_heap: str = _default("local.hive_metastore_heap")
+    hive_warehouse_dir: str | None = field(default=None, kw_only=True)
+    """The metastore service's warehouse: WIDEHOUSE_HIVE_WAREHOUSE, what every Spark session uses
+    (always set by loading; None, for configs built by hand, means ``<state>/hive/warehouse``)."""
+
+    @property
+    def hive_metastore_uri(self) -> str:
+        """Thrift URI of the local ``metastore`` service (the default WIDEHOUSE_HIVE_METASTORE_URI)."""
+        return f"thrift://127.0.0.1:{self.hive_metastore_port}"
 
     @property
     def clickhouse_url(self) -> str:

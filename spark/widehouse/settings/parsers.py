@@ -300,6 +300,20 @@ def _url_parser(*schemes: str, multi_host: bool = False) -> Callable[[str], str]
     return parse
 
 
+EMBEDDED_METASTORE = "embedded"
+"""The value of WIDEHOUSE_HIVE_METASTORE_URI that opts into Spark's in-process Derby metastore."""
+
+
+def _parse_metastore_uri(value: str) -> str | None:
+    """A ``thrift://host:port`` metastore URI, or ``embedded`` (None: Spark's in-process Derby)."""
+    if value.lower() == EMBEDDED_METASTORE:
+        return None
+    try:
+        return _url_parser("thrift")(value)
+    except ValueError as exc:
+        raise ValueError(f"{exc} (or `{EMBEDDED_METASTORE}` for Spark's in-process Derby)") from exc
+
+
 _CHDB_MEMORY = ("memory", ":memory:")
 
 

@@ -18,6 +18,10 @@ DERIVED_FIELDS: tuple[DerivedField, ...] = (
         "hive.metastore_db_dir",
         _under_state("hive/metastore_db", "hive", "metastore_db", parse=str),
     ),
+    DerivedField(
+        "local.hive_warehouse_dir",
+        Derived("<hive warehouse>", ("WIDEHOUSE_HIVE_WAREHOUSE",), lambda r: r["WIDEHOUSE_HIVE_WAREHOUSE"]),
+    ),
     DerivedField("spark.local_dir", _under_state("spark/tmp", "spark", "tmp", parse=str)),
     DerivedField("airflow.home", Derived("<state>/airflow", (STATE,), lambda r: r[STATE] / "airflow")),
 )

@@ -26,6 +26,7 @@ from widehouse.settings.parsers import (
     _parse_jars,
     _parse_java_home,
     _parse_location,
+    _parse_metastore_uri,
     _parse_password,
     _parse_port,
     _parse_positive_float,
@@ -172,11 +173,16 @@ SERVICE_VARIABLES: tuple[Variable[Any], ...] = (
     ),
     Variable(
         "WIDEHOUSE_HIVE_METASTORE_URI",
-        None,
-        _url_parser("thrift"),
+        Derived(
+            "thrift://127.0.0.1:<hive metastore port>",
+            ("WIDEHOUSE_HIVE_METASTORE_PORT",),
+            lambda r: f"thrift://127.0.0.1:{r['WIDEHOUSE_HIVE_METASTORE_PORT']}",
+        ),
+        _parse_metastore_uri,
         "hive.metastore_uri",
-        "thrift:// URI of a Hive metastore; empty means Spark's embedded metastore under the state dir.",
-        doc="(embedded Derby)",
+        "thrift:// URI of the Hive metastore every Spark process shares (by default the local `metastore` "
+        "service); `embedded` opts into Spark's in-process Derby metastore under the state dir, which "
+        "admits one Spark process at a time.",
     ),
     Variable(
         "WIDEHOUSE_HIVE_WAREHOUSE",
@@ -349,6 +355,20 @@ SERVICE_VARIABLES: tuple[Variable[Any], ...] = (
         _parse_positive_int,
         "local.clickhouse_handles",
         "Local ClickHouse server: handles (concurrent sessions) it serves.",
+    ),
+    Variable(
+        "WIDEHOUSE_HIVE_METASTORE_PORT",
+        9083,
+        _parse_port,
+        "local.hive_metastore_port",
+        "Local Hive metastore service: Thrift port.",
+    ),
+    Variable(
+        "WIDEHOUSE_HIVE_METASTORE_HEAP",
+        "256m",
+        _parse_heap,
+        "local.hive_metastore_heap",
+        "Local Hive metastore service: JVM heap (-Xmx).",
     ),
     Variable(
         "WIDEHOUSE_SERVICE_START_TIMEOUT",

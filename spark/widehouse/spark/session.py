@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from widehouse.errors import SetupError
 from widehouse.private import private_dir
+from widehouse.services.metastore import list_databases
 from widehouse.settings import Settings
 
 if TYPE_CHECKING:
@@ -51,8 +52,10 @@ def spark_conf(
     if spark.jars:
         conf["spark.jars"] = ",".join(spark.jars)
     if hive.metastore_uri:
+        # a metastore server (by default the local `metastore` service): every process shares it
         conf["spark.hadoop.hive.metastore.uris"] = hive.metastore_uri
     else:
+        # WIDEHOUSE_HIVE_METASTORE_URI=embedded: Spark's in-process Derby, one process at a time
         conf["spark.hadoop.javax.jdo.option.ConnectionURL"] = (
             f"jdbc:derby:;databaseName={hive.metastore_db_dir};create=true"
         )
@@ -83,6 +86,24 @@ def check_jars(settings: Settings) -> None:
         )
 
 
+def check_metastore(settings: Settings, conf: Mapping[str, str]) -> None:
+    """A session that uses the local ``metastore`` service needs it running: say so before the JVM
+    starts, instead of Hive's client retrying and failing later on the first catalog call."""
+    if conf.get("spark.sql.catalogImplementation") != "hive":
+        return
+    uri = conf.get("spark.hadoop.hive.metastore.uris")
+    if uri != settings.local.hive_metastore_uri:
+        return  # embedded Derby, or a remote metastore (reached, and reported, by Hive's client)
+    try:
+        list_databases("127.0.0.1", settings.local.hive_metastore_port, timeout=30)
+    except (OSError, ValueError) as exc:
+        raise SetupError(
+            f"the Hive metastore at {uri} is not answering ({exc}): start it with `widehouse services up` "
+            "(or `widehouse services up metastore`); for a single Spark process without it, set "
+            "WIDEHOUSE_HIVE_METASTORE_URI=embedded"
+        ) from exc
+
+
 def make_local_dirs(settings: Settings) -> None:
     """Create the session's local data dirs (Hive metastore, Spark scratch, Delta root, warehouse)
     as 0700: this user's only. URIs (s3a://, hdfs://) are the store's business."""
@@ -103,6 +124,7 @@ def build_session(
 
     check_jars(settings)
     conf = spark_conf(settings, app_name, overrides)
+    check_metastore(settings, conf)
     make_local_dirs(settings)
     if settings.spark.is_local:
         # Python data sources (the pulsar source) run in processes the JVM starts with its own
