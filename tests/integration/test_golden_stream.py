@@ -58,7 +58,12 @@ Rows = dict[tuple[Any, int], dict[str, Any]]
 def test_golden_fixture_through_pulsar_equals_clickhouse_and_delta(
     services: Settings, spark: Any, tmp_path: Path
 ) -> None:
-    deployment = _deployment(tmp_path)
+    check_golden_stream(_deployment(tmp_path), spark)
+
+
+def check_golden_stream(deployment: Deployment, spark: Any) -> None:
+    """Publish the fixture, run the stream over two groups, compare both sinks with expected.yaml
+    (also run on the standalone cluster by tests/cluster/)."""
     catalog = deployment.catalog
     rules = catalog.rules
 
@@ -163,7 +168,7 @@ def test_golden_fixture_through_pulsar_equals_clickhouse_and_delta(
 
 
 # ------------------------------------------------------------------------------------------ helpers
-def _deployment(root: Path) -> Deployment:
+def _deployment(root: Path, extra_env: dict[str, str] | None = None) -> Deployment:
     """A deployment over a copy of schemas/ whose lateness is :data:`LATENESS`."""
     schemas = root / "schemas"
     shutil.copytree(ROOT / "schemas", schemas)
@@ -172,7 +177,7 @@ def _deployment(root: Path) -> Deployment:
     doc = yaml.safe_load(catalog_file.read_text(encoding="utf-8"))
     doc["event_time"]["lateness"] = LATENESS
     catalog_file.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
-    deployment = Deployment(root, schemas_dir=schemas)
+    deployment = Deployment(root, schemas_dir=schemas, extra_env=dict(extra_env or {}))
     assert deployment.catalog.rules.lateness_ms == 3 * DAY_MS
     return deployment
 

@@ -17,6 +17,7 @@ from widehouse.commands import (
     pulsar_cmd,
     services_cmd,
     smoke_cmd,
+    spark_cmd,
     sql_cmd,
     stream_cmd,
     supervise_cmd,
@@ -26,6 +27,7 @@ SubParsers = Any  # argparse._SubParsersAction is private; its type is not part 
 
 COMMANDS: tuple[Callable[[SubParsers], None], ...] = (
     services_cmd.register,
+    spark_cmd.register,
     config_cmd.register,
     smoke_cmd.register,
     plan_cmd.register,

@@ -18,9 +18,11 @@ from widehouse.settings import Settings, create_local_secrets, load_settings
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "services",
-        help="run the local services (Pulsar standalone, HBase + Thrift) on loopback",
+        help="run the local services (Pulsar standalone, HBase + Thrift, ClickHouse, a Spark cluster) "
+        "on loopback",
         description="Start, stop and inspect the local services. NAME is one of: pulsar, hbase, "
-        "hbase-thrift (default: all).",
+        "hbase-thrift, clickhouse (default: these), or spark (a standalone master and workers, "
+        "also spark-master / spark-worker; only when named). `down` without NAME stops them all.",
     )
     parser.add_argument("action", choices=["up", "down", "status"])
     parser.add_argument("names", nargs="*", metavar="NAME")

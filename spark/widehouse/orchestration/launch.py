@@ -1,11 +1,15 @@
-"""How the supervisor runs one slot group: a detached local process, or a cluster submission.
+"""How the supervisor runs one slot group: a detached driver process, or a cluster submission.
 
-Both implement :class:`Launcher`. Locally each group is ``python -m widehouse stream --plan
-<snapshot> --group G`` in its own session, with pid file, log and a per-group copy of the plan under
+Both implement :class:`Launcher`. :class:`LocalLauncher` (``WIDEHOUSE_SUPERVISOR_MODE=local``) runs
+each group's driver on this machine as ``python -m widehouse stream --plan <snapshot> --group G`` in
+its own session, with pid file, log and a per-group copy of the plan under
 ``<state>/streams/<group>/`` (the copy pins the topics the process was started with, whatever later
-replans write to ``plan.json``). On a cluster it is ``spark-submit --deploy-mode cluster`` of
-``spark/jobs/stream_wide.py``; the cluster manager owns the process, so liveness there is the
-commit recency alone (``running`` returns None).
+replans write to ``plan.json``). That is client mode against whatever ``WIDEHOUSE_SPARK_MASTER``
+says: ``local[*]``, or a standalone ``spark://`` cluster, where Spark runs a Python driver only in
+client mode (the executors get the code from ``WIDEHOUSE_SPARK_ARCHIVE`` / ``_PY_FILES``).
+:class:`ClusterLauncher` (``cluster``, YARN and Kubernetes only: :func:`check_deploy_mode`) is
+``spark-submit --deploy-mode cluster`` of ``spark/jobs/stream_wide.py``; the cluster manager owns the
+process, so liveness there is the commit recency alone (``running`` returns None).
 """
 
 from __future__ import annotations
@@ -19,10 +23,11 @@ from pathlib import Path
 from typing import Protocol
 
 from widehouse.contracts.identity import spark_app_name
-from widehouse.errors import OrchestrationError
+from widehouse.errors import ConfigError, OrchestrationError
 from widehouse.planner import Plan, plan_to_dict
 from widehouse.services.process import ManagedProcess, ProcessSpec, tail
 from widehouse.settings import Settings
+from widehouse.spark.shipping import ENV_NAME, ENV_PYTHON
 
 
 class Launcher(Protocol):
@@ -147,12 +152,30 @@ class LocalLauncher:
         return tail(group_dir(self.settings, group) / "stream.log", lines)
 
 
+def check_deploy_mode(settings: Settings) -> None:
+    """Refuse a supervisor mode Spark refuses: a Python app in cluster deploy mode runs only on YARN
+    and Kubernetes ("Cluster deploy mode is currently not supported for python applications on
+    standalone clusters"; local masters have no cluster to deploy to)."""
+    master = settings.spark.master
+    if settings.supervisor.mode != "cluster" or master == "yarn" or master.startswith("k8s://"):
+        return
+    raise ConfigError(
+        f"WIDEHOUSE_SUPERVISOR_MODE=cluster submits each slot group with --deploy-mode cluster, which "
+        f"Spark supports for Python apps on YARN and Kubernetes only, not WIDEHOUSE_SPARK_MASTER="
+        f"{master}: set WIDEHOUSE_SUPERVISOR_MODE=local (each group's driver a detached client-mode "
+        "process on this machine, against the same master)"
+    )
+
+
 def submit_command(settings: Settings, group: str, plan_uri: str, job: str) -> list[str]:
-    """``spark-submit --deploy-mode cluster`` of the stream entrypoint for one group.
+    """``spark-submit --deploy-mode cluster`` of the stream entrypoint for one group (YARN, Kubernetes).
 
     ``plan_uri`` and ``job`` must be reachable from the cluster (e.g. on shared storage); the app's
     settings travel as ``spark.*.appMasterEnv`` / driver environment variables of the submission.
+    The driver runs in the cluster too, so it takes its Python from the shipped archive like the
+    executors (``./env/bin/python`` in its container's working directory).
     """
+    check_deploy_mode(settings)
     spark = settings.spark
     command = [
         settings.supervisor.spark_submit,
@@ -173,6 +196,14 @@ def submit_command(settings: Settings, group: str, plan_uri: str, job: str) -> l
     ]
     if spark.jars:
         command += ["--jars", ",".join(spark.jars)]
+    if spark.archive:
+        command += ["--archives", f"{spark.archive}#{ENV_NAME}"]
+        command += ["--conf", f"spark.pyspark.python={ENV_PYTHON}"]
+        command += ["--conf", f"spark.pyspark.driver.python={ENV_PYTHON}"]
+    elif spark.python:
+        command += ["--conf", f"spark.pyspark.python={spark.python}"]
+    if spark.py_files:
+        command += ["--py-files", ",".join(spark.py_files)]
     for key, value in spark.extra_conf:
         command += ["--conf", f"{key}={value}"]
     return [*command, job, "--plan", plan_uri, "--group", group]

@@ -333,13 +333,15 @@ def as_json(report: CycleReport) -> dict[str, Any]:
 
 
 def from_settings(settings: Settings, env: dict[str, str], runner: Runner | None) -> Supervisor:
-    """The supervisor of ``settings``' deployment: launcher by ``WIDEHOUSE_SUPERVISOR_MODE``, commits
-    from its ClickHouse."""
+    """The supervisor of ``settings``' deployment: launcher by ``WIDEHOUSE_SUPERVISOR_MODE`` (``local``:
+    detached client-mode drivers, for any master; ``cluster``: YARN / Kubernetes cluster deploy mode),
+    commits from its ClickHouse."""
     from widehouse import clickhouse
-    from widehouse.orchestration.launch import ClusterLauncher, LocalLauncher
+    from widehouse.orchestration.launch import ClusterLauncher, LocalLauncher, check_deploy_mode
     from widehouse.orchestration.progress import last_commits
     from widehouse.orchestration.replan import catalog_namespaces
 
+    check_deploy_mode(settings)
     launcher: Launcher
     if settings.supervisor.mode == "cluster":
         launcher = ClusterLauncher(

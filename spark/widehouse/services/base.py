@@ -19,6 +19,8 @@ class LocalService(ABC):
 
     name: str
     depends_on: tuple[str, ...] = ()
+    optional: bool = False
+    """Started only when named (``widehouse services up spark``), never by a plain ``up``."""
 
     def __init__(self, local: LocalServicesSettings) -> None:
         self.local = local

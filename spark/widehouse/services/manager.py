@@ -21,6 +21,7 @@ from widehouse.services.hbase import HBaseStandalone, HBaseThrift
 from widehouse.services.metastore import HiveMetastore
 from widehouse.services.process import ManagedProcess, tail
 from widehouse.services.pulsar import PulsarStandalone
+from widehouse.services.spark_cluster import SparkMaster, SparkWorkers
 from widehouse.settings import LocalServicesSettings
 
 SERVICE_CLASSES: tuple[type[LocalService], ...] = (
@@ -29,7 +30,12 @@ SERVICE_CLASSES: tuple[type[LocalService], ...] = (
     HBaseThrift,
     ClickHouseService,
     HiveMetastore,
+    SparkMaster,
+    SparkWorkers,
 )
+
+SERVICE_GROUPS: dict[str, tuple[str, ...]] = {"spark": ("spark-master", "spark-worker")}
+"""Names that stand for several services (``widehouse services up spark``)."""
 
 Reporter = Callable[[str], None]
 
@@ -59,9 +65,15 @@ class ServiceManager:
         self.report: Reporter = report or (lambda _msg: None)
 
     # -- selection ---------------------------------------------------------------------------
-    def select(self, names: Iterable[str] | None, with_dependencies: bool) -> list[LocalService]:
-        """Services in start order; ``names`` None means all. Unknown names are a ConfigError."""
-        wanted = list(names) if names else list(self.services)
+    def select(
+        self, names: Iterable[str] | None, with_dependencies: bool, optional: bool = False
+    ) -> list[LocalService]:
+        """Services in start order; ``names`` None means all but the optional ones (all with
+        ``optional``). Unknown names are a ConfigError."""
+        if names:
+            wanted = [n for name in names for n in SERVICE_GROUPS.get(name, (name,))]
+        else:
+            wanted = [n for n, s in self.services.items() if optional or not s.optional]
         unknown = [n for n in wanted if n not in self.services]
         if unknown:
             raise ConfigError(f"unknown service {', '.join(unknown)!s}; known: {', '.join(self.services)}")
@@ -162,7 +174,7 @@ class ServiceManager:
     def down(self, names: Iterable[str] | None = None) -> list[str]:
         """Stop the selected services (dependants first). Returns the names that were running."""
         stopped: list[str] = []
-        chosen = {s.name for s in self.select(names, with_dependencies=False)}
+        chosen = {s.name for s in self.select(names, with_dependencies=False, optional=True)}
         # stopping a service also stops what depends on it
         for service in self._ordered():
             if any(dep in chosen for dep in service.depends_on):

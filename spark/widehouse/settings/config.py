@@ -119,6 +119,14 @@ class SparkSettings:
     jars: tuple[str, ...] = field(kw_only=True)
     extra_conf: tuple[tuple[str, str], ...] = field(default=_default("spark.extra_conf"), repr=False)
     local_dir: str | None = field(kw_only=True)
+    archive: str | None = field(default=None, kw_only=True)
+    """Packed executor environment shipped as ``spark.archives <it>#env`` (non-local masters)."""
+    py_files: tuple[str, ...] = field(default=(), kw_only=True)
+    """``spark.submit.pyFiles`` on a non-local master (the ``widehouse`` wheel)."""
+    python: str | None = field(default=None, kw_only=True)
+    """The cluster nodes' Python with ``py_files`` (None: ``PYSPARK_PYTHON``)."""
+    shared_paths: bool = field(default=False, kw_only=True)
+    """Local paths are on a file system every node mounts at the same place."""
 
     @property
     def is_local(self) -> bool:
@@ -171,6 +179,17 @@ class LocalServicesSettings:
     def hive_metastore_uri(self) -> str:
         """Thrift URI of the local ``metastore`` service (the default WIDEHOUSE_HIVE_METASTORE_URI)."""
         return f"thrift://127.0.0.1:{self.hive_metastore_port}"
+
+    spark_master_port: int = _default("local.spark_master_port")
+    spark_master_ui_port: int = _default("local.spark_master_ui_port")
+    spark_workers: int = _default("local.spark_workers")
+    spark_worker_cores: int = _default("local.spark_worker_cores")
+    spark_worker_memory: str = _default("local.spark_worker_memory")
+
+    @property
+    def spark_master_url(self) -> str:
+        """``spark://`` URL of the local standalone cluster (``widehouse services up spark``)."""
+        return f"spark://127.0.0.1:{self.spark_master_port}"
 
     @property
     def clickhouse_url(self) -> str:

@@ -353,6 +353,20 @@ def _parse_location(value: str) -> str:
     )
 
 
+def _parse_optional_location(value: str) -> str | None:
+    """:func:`_parse_location`, or None for ``none``."""
+    return None if value.lower() == "none" else _parse_location(value)
+
+
+def _parse_optional_command(value: str) -> str | None:
+    """An executable path or name (no whitespace), or None for ``none``."""
+    if value.lower() == "none":
+        return None
+    if any(c.isspace() for c in value) or _CONTROL_RE.search(value):
+        raise ValueError("must be one executable path or name, without spaces")
+    return value
+
+
 def _parse_spark_master(value: str) -> str:
     if value == "yarn" or _SPARK_LOCAL_RE.fullmatch(value):
         return value

@@ -259,8 +259,9 @@ JOB_VARIABLES: tuple[Variable[Any], ...] = (
         "local",
         _parse_supervisor_mode,
         "supervisor.mode",
-        "Streams supervisor: `local` runs one detached `widehouse stream` process per slot group; "
-        "`cluster` submits each group with spark-submit --deploy-mode cluster.",
+        "Streams supervisor: `local` runs one detached `widehouse stream` driver per slot group on this "
+        "machine, in client mode against WIDEHOUSE_SPARK_MASTER (local or a standalone cluster); "
+        "`cluster` submits each group with spark-submit --deploy-mode cluster (YARN, Kubernetes).",
     ),
     Variable(
         "WIDEHOUSE_SUPERVISOR_STALE_SECONDS",

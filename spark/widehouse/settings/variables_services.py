@@ -27,6 +27,8 @@ from widehouse.settings.parsers import (
     _parse_java_home,
     _parse_location,
     _parse_metastore_uri,
+    _parse_optional_command,
+    _parse_optional_location,
     _parse_password,
     _parse_port,
     _parse_positive_float,
@@ -237,6 +239,42 @@ SERVICE_VARIABLES: tuple[Variable[Any], ...] = (
         mask=_mask_spark_conf,
     ),
     Variable(
+        "WIDEHOUSE_SPARK_ARCHIVE",
+        None,
+        _parse_optional_location,
+        "spark.archive",
+        "Packed executor environment (`widehouse spark package`, a .tar.gz) shipped with every job on "
+        "a non-local master as spark.archives `<it>#env`, with the executors' Python "
+        "`./env/bin/python`; a path the driver reads or a URI the cluster reads.",
+        doc="(none)",
+    ),
+    Variable(
+        "WIDEHOUSE_SPARK_PY_FILES",
+        (),
+        _parse_jars,
+        "spark.py_files",
+        "Comma-separated files for spark.submit.pyFiles on a non-local master (the `widehouse` wheel "
+        "`widehouse spark package` builds), over a cluster Python that has the pinned dependencies.",
+    ),
+    Variable(
+        "WIDEHOUSE_SPARK_PYTHON",
+        None,
+        _parse_optional_command,
+        "spark.python",
+        "With WIDEHOUSE_SPARK_PY_FILES: the Python of the cluster's nodes (the same path on the "
+        "driver and every node); empty means PYSPARK_PYTHON or python3.",
+        doc="(PYSPARK_PYTHON)",
+    ),
+    Variable(
+        "WIDEHOUSE_SHARED_PATHS",
+        False,
+        _parse_bool,
+        "spark.shared_paths",
+        "On a non-local master, whether local paths (the checkpoint root, the Delta root, the "
+        "warehouse dir) are on a file system every node mounts at the same place; if false they are "
+        "refused.",
+    ),
+    Variable(
         "WIDEHOUSE_JAVA_HOME",
         Derived("(JAVA_HOME, or java on PATH)", ("JAVA_HOME",), lambda r: r["JAVA_HOME"]),
         _parse_java_home,
@@ -369,6 +407,42 @@ SERVICE_VARIABLES: tuple[Variable[Any], ...] = (
         _parse_heap,
         "local.hive_metastore_heap",
         "Local Hive metastore service: JVM heap (-Xmx).",
+    ),
+    Variable(
+        "WIDEHOUSE_SPARK_MASTER_PORT",
+        17077,
+        _parse_port,
+        "local.spark_master_port",
+        "Local Spark standalone cluster (`widehouse services up spark`): the master's port "
+        "(WIDEHOUSE_SPARK_MASTER=spark://127.0.0.1:<it> uses it).",
+    ),
+    Variable(
+        "WIDEHOUSE_SPARK_MASTER_UI_PORT",
+        17080,
+        _parse_port,
+        "local.spark_master_ui_port",
+        "Local Spark standalone cluster: the master's web UI and JSON status port (health).",
+    ),
+    Variable(
+        "WIDEHOUSE_SPARK_WORKERS",
+        1,
+        _parse_positive_int,
+        "local.spark_workers",
+        "Local Spark standalone cluster: number of workers (each in its own work dir).",
+    ),
+    Variable(
+        "WIDEHOUSE_SPARK_WORKER_CORES",
+        2,
+        _parse_positive_int,
+        "local.spark_worker_cores",
+        "Local Spark standalone cluster: cores each worker offers.",
+    ),
+    Variable(
+        "WIDEHOUSE_SPARK_WORKER_MEMORY",
+        "2g",
+        _parse_heap,
+        "local.spark_worker_memory",
+        "Local Spark standalone cluster: memory each worker offers to executors.",
     ),
     Variable(
         "WIDEHOUSE_SERVICE_START_TIMEOUT",

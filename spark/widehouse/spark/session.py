@@ -4,6 +4,11 @@
 settings (easy to test and to print); :func:`build_session` applies it. Precedence, lowest first:
 Widehouse defaults < derived settings (metastore, jars, partitions) < ``WIDEHOUSE_SPARK_CONF`` <
 the ``overrides`` argument of a caller.
+
+On a non-local master (:func:`check_cluster`) the job ships its code: the packed executor
+environment (``WIDEHOUSE_SPARK_ARCHIVE``) or the wheel (``WIDEHOUSE_SPARK_PY_FILES``) that
+``widehouse spark package`` builds (:mod:`widehouse.spark.shipping`), and its checkpoint root, Delta
+root and warehouse dir must be storage every node reaches.
 """
 
 from __future__ import annotations
@@ -14,10 +19,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from widehouse.errors import SetupError
+from widehouse.errors import ConfigError, SetupError
 from widehouse.private import private_dir
 from widehouse.services.metastore import list_databases
 from widehouse.settings import Settings
+from widehouse.spark.shipping import ENV_NAME, ENV_PYTHON
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -69,9 +75,80 @@ def spark_conf(
         conf["spark.pyspark.driver.python"] = sys.executable
         if spark.local_dir:
             conf["spark.local.dir"] = spark.local_dir
+    else:
+        conf.update(_shipping_conf(settings))
     conf.update(dict(spark.extra_conf))
     conf.update(dict(overrides or {}))
     return conf
+
+
+def _shipping_conf(settings: Settings) -> dict[str, str]:
+    """What a non-local master's executors get the code and its Python from (never the driver's disk)."""
+    spark = settings.spark
+    conf: dict[str, str] = {}
+    if spark.archive:
+        conf["spark.archives"] = f"{spark.archive}#{ENV_NAME}"
+        conf["spark.pyspark.python"] = ENV_PYTHON
+        conf["spark.pyspark.driver.python"] = sys.executable  # spark-submit's client-mode driver
+    elif spark.python:
+        conf["spark.pyspark.python"] = spark.python
+    if spark.py_files:
+        conf["spark.submit.pyFiles"] = ",".join(spark.py_files)
+    return conf
+
+
+def check_cluster(settings: Settings) -> None:
+    """On a non-local master: refuse to run without shipped code, or with driver-local data paths
+    (unless ``WIDEHOUSE_SHARED_PATHS`` says every node mounts them). Names the setting to change."""
+    spark = settings.spark
+    if spark.is_local:
+        return
+    if not spark.archive and not spark.py_files:
+        raise ConfigError(
+            f"WIDEHOUSE_SPARK_MASTER={spark.master} is not local, but neither WIDEHOUSE_SPARK_ARCHIVE "
+            "nor WIDEHOUSE_SPARK_PY_FILES is set: executors cannot import widehouse. Run `widehouse "
+            "spark package` and set what it prints"
+        )
+    if spark.shared_paths:
+        return
+    for variable, location in (
+        ("WIDEHOUSE_STREAM_CHECKPOINT_ROOT", settings.stream.checkpoint_root),
+        ("WIDEHOUSE_DELTA_ROOT", settings.delta.root),
+        ("WIDEHOUSE_HIVE_WAREHOUSE", settings.hive.warehouse_dir),
+    ):
+        if is_driver_local(location):
+            raise ConfigError(
+                f"{variable}={location} is a path on the driver's disk, which the executors of "
+                f"WIDEHOUSE_SPARK_MASTER={spark.master} cannot reach: use storage every node reaches "
+                "(hdfs://, s3a://, ...), or set WIDEHOUSE_SHARED_PATHS=true if every node mounts it "
+                "at the same place"
+            )
+
+
+def is_driver_local(location: str) -> bool:
+    """A plain path or a ``file:`` URI (``s3a://``, ``hdfs://`` ... are shared by nature)."""
+    return location.startswith("/") or location.startswith("file:")
+
+
+def _driver_cwd(settings: Settings) -> Path:
+    """The driver JVM's working directory with the packed environment: ``./env`` -> this interpreter's
+    environment.
+
+    Spark's Python functions carry one interpreter path for the executors and for the driver's own
+    Python workers (the Python data source's planner and stream reader run beside the driver JVM, in
+    its working directory). With the archive it is ``./env/bin/python``: an executor finds ``./env``
+    unpacked in its work dir; the driver JVM, started in this directory, finds this interpreter.
+    """
+    root = settings.state_dir / "spark" / "driver"
+    private_dir(root)
+    link = root / ENV_NAME
+    target = Path(sys.prefix)
+    if not (link.is_symlink() and link.readlink() == target):
+        tmp = root / f".{ENV_NAME}.{os.getpid()}"
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(target)
+        tmp.replace(link)  # atomic: drivers of other processes may be starting beside this one
+    return root
 
 
 def check_jars(settings: Settings) -> None:
@@ -123,13 +200,22 @@ def build_session(
     from pyspark.sql import SparkSession
 
     check_jars(settings)
+    check_cluster(settings)
     conf = spark_conf(settings, app_name, overrides)
     check_metastore(settings, conf)
     make_local_dirs(settings)
+    jvm_cwd: Path | None = None
     if settings.spark.is_local:
         # Python data sources (the pulsar source) run in processes the JVM starts with its own
         # PYSPARK_PYTHON, not spark.pyspark.python: make it this interpreter before the JVM starts.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    elif settings.spark.archive:
+        # Spark takes every Python worker's interpreter from PYSPARK_PYTHON (spark.pyspark.python
+        # only reaches spark-submit's driver): the archive's, with the driver JVM in _driver_cwd
+        os.environ["PYSPARK_PYTHON"] = ENV_PYTHON
+        jvm_cwd = _driver_cwd(settings)
+    elif settings.spark.python:
+        os.environ["PYSPARK_PYTHON"] = settings.spark.python
     # Python workers (the pulsar source's planner among them) connect back to the JVM within
     # SPARK_AUTH_SOCKET_TIMEOUT seconds (15 by default); a busy 2-core box misses that and fails the
     # query with CANNOT_OPEN_SOCKET. The workers inherit it from the JVM, so set it before it starts.
@@ -139,6 +225,14 @@ def build_session(
         builder = builder.config(key, value)
     if conf["spark.sql.catalogImplementation"] == "hive":  # jobs without tables pass "in-memory"
         builder = builder.enableHiveSupport()
-    session = builder.getOrCreate()
+    if jvm_cwd is None:
+        session = builder.getOrCreate()
+    else:
+        here = os.getcwd()
+        os.chdir(jvm_cwd)  # the JVM (if this starts it) inherits it; this process gets its own back
+        try:
+            session = builder.getOrCreate()
+        finally:
+            os.chdir(here)
     session.sparkContext.setLogLevel("WARN")
     return session
