@@ -1,11 +1,13 @@
-"""A period's final rows, computed by ClickHouse from the stream's partials (one computation; both
-stores then receive the same Arrow rows, so they hold identical rows)."""
+"""A period's final rows, computed by ClickHouse from the stream's partials (one computation: the
+publish stages it in ``<T>_final`` with an ``INSERT ... SELECT`` and Delta receives the staged
+rows, so both stores hold identical rows)."""
 
 from __future__ import annotations
 
 import datetime as dt
 from typing import TYPE_CHECKING
 
+from widehouse.batch.publish import FinalSelect
 from widehouse.clickhouse.ddl import merge_expression, q, table_names
 from widehouse.contracts.periods import sql_time
 
@@ -30,9 +32,16 @@ def final_hour_sql(table: WideTable, sources: list[str]) -> str:
     )
 
 
+def final_hour_select(table: WideTable, hour: dt.datetime, extra: list[str] | None = None) -> FinalSelect:
+    """The hour's final rows of ``table`` from ``<T>_partial`` (and ``extra`` partial-shaped
+    tables), as a SELECT the publish runs inside ClickHouse."""
+    sources = [q(table_names(table).partial), *(extra or [])]
+    return FinalSelect(final_hour_sql(table, sources), {"h": sql_time(hour)})
+
+
 def final_hour_rows(
     client: ClickHouse, table: WideTable, hour: dt.datetime, extra: list[str] | None = None
 ) -> pa.Table:
-    """The hour's final rows of ``table`` from ``<T>_partial`` (and ``extra`` partial-shaped tables)."""
-    sources = [q(table_names(table).partial), *(extra or [])]
-    return client.arrow(final_hour_sql(table, sources), {"h": sql_time(hour)})
+    """The same rows as Arrow (benchmarks and checks read them; the publish does not)."""
+    select = final_hour_select(table, hour, extra)
+    return client.arrow(select.sql, select.parameters)

@@ -13,8 +13,10 @@ rows; only ``finalized_at`` and the run id differ):
    ``accept_mismatch`` (then recorded as ``accepted``).
 3. **Late events** with ``include_late``: folded into scratch partials (:mod:`.late`) that join
    the hour's partials for this run only; the ledger records how many.
-4. **Publish** (:mod:`.publish`): the same Arrow rows staged in ClickHouse ``<T>_final``, prepared,
-   committed to Delta ``silver/<T>``, then to the ledger (the visible switch in ClickHouse).
+4. **Publish** (:mod:`.publish`): the final rows computed by ClickHouse straight into
+   ``<T>_final`` (``INSERT ... SELECT``, nothing through Python), prepared, the staged rows
+   streamed to Delta ``silver/<T>`` (delta-rs), then the ledger row (the visible switch in
+   ClickHouse).
 5. **HBase**: the day's stream family ``s`` refreshed (``refresh_day``, given by the caller, which
    takes the daily table's lease for the day: it never interleaves with the daily merge).
 """
@@ -32,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from widehouse.batch import ledger
-from widehouse.batch.final_rows import final_hour_rows
+from widehouse.batch.final_rows import final_hour_select
 from widehouse.batch.gate import Gate, check
 from widehouse.batch.late import LatePartials, late_partials
 from widehouse.batch.lease import acquire
@@ -79,7 +81,8 @@ class FinalizeOutcome:
     late: LatePartials | None = None
     hbase_rows: int | None = None
     seconds: dict[str, float] = field(default_factory=dict)
-    """Wall time per step (ensure tables, lease and recovery, gate, reconcile, final rows, publish, hbase)."""
+    """Wall time per step (ensure tables, lease and recovery, gate, reconcile, late events, publish (the
+    final rows computed into ClickHouse, Delta, ledger), hbase)."""
     recovered: PublishResult | None = None
     """A crashed run's prepared publication this run rolled forward first."""
 
@@ -177,29 +180,29 @@ def _finalize_leased(  # noqa: PLR0917 - the run's parts, in order
             if late.rows.num_rows:
                 scratch = _scratch_table(ctx.client, table, request.run_id)
                 ctx.client.insert(scratch, late.rows, f"late:{scratch}")
-        rows = final_hour_rows(ctx.client, table, hour, [q(scratch)] if scratch else None)
+        rows = final_hour_select(table, hour, [q(scratch)] if scratch else None)
+        laps.lap("late events")
+        notes = []
+        if not gate.ready:
+            notes.append(f"forced: {gate.message}")
+        if not rec.ok:
+            notes.append(f"mismatch accepted: {rec.summary()}")
+        run = RunInfo(
+            run_id=request.run_id,
+            kind="hour",
+            forced=not gate.ready,
+            include_late=request.include_late,
+            late_rows=late.events if late else 0,
+            reconciliation="ok" if rec.ok else "accepted",
+            note="\n".join(notes),
+        )
+        # the final rows are computed by ClickHouse into <T>_final (the scratch partials still there)
+        result = publish(
+            ctx.client, ctx.silver, table, hour, rows, run, step=_killer(request.faults), lease=lease
+        )
     finally:
         if scratch:
             ctx.client.command(f"DROP TABLE IF EXISTS {q(scratch)}")
-
-    laps.lap("final rows")
-    notes = []
-    if not gate.ready:
-        notes.append(f"forced: {gate.message}")
-    if not rec.ok:
-        notes.append(f"mismatch accepted: {rec.summary()}")
-    run = RunInfo(
-        run_id=request.run_id,
-        kind="hour",
-        forced=not gate.ready,
-        include_late=request.include_late,
-        late_rows=late.events if late else 0,
-        reconciliation="ok" if rec.ok else "accepted",
-        note="\n".join(notes),
-    )
-    result = publish(
-        ctx.client, ctx.silver, table, hour, rows, run, step=_killer(request.faults), lease=lease
-    )
     return result, gate, rec, late
 
 

@@ -1,5 +1,12 @@
-"""The Delta silver writer (Spark: one writer engine per table, and silver tables are Spark's) and
-the Spark catalog registration of the silver tables (``spark.table("widehouse.user_daily")``)."""
+"""The silver writer as the batch jobs use it (delta-rs commits, :mod:`widehouse.batch.silver`) and
+the Spark catalog registration of the silver tables (``spark.table("widehouse.user_daily")``).
+
+Silver tables have one writer engine, delta-rs in the batch jobs; Spark only registers and reads
+them. Registering needs a Spark session (and its metastore), which finalize would otherwise never
+start: :class:`DeltaSilver` registers after a commit that created the table (a new table, or the
+Delta root moved), and, when it was handed a running session (the daily merge, the demo), also
+whenever the catalog lacks the entry.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,7 @@ import datetime as dt
 import logging
 from typing import TYPE_CHECKING
 
+from widehouse.batch.silver import PARTITION, DeltaRsSilver, silver_path, txn_app_id
 from widehouse.contracts.periods import day_start
 
 if TYPE_CHECKING:
@@ -22,75 +30,48 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 SPARK_DATABASE = "widehouse"
-PARTITION = "wh_date"
 REFRESH_LEASE_WAIT = 900.0
 """Seconds an hourly HBase refresh waits for the day's daily merge (which holds the day's lease)."""
-
-
-def silver_path(delta: DeltaSettings, table: str) -> str:
-    return delta.path("silver", table)
+__all__ = ["PARTITION", "SPARK_DATABASE", "DeltaSilver", "register", "silver_path", "txn_app_id"]
 
 
 class DeltaSilver:
-    """Replaces one period of ``silver/<T>`` in a single Delta commit (``replaceWhere``), then makes
-    sure the table is in the Spark catalog.
+    """Replaces one period of ``silver/<T>`` in a single delta-rs commit
+    (:class:`~widehouse.batch.silver.DeltaRsSilver`: ``txnAppId`` = (table, period), ``txnVersion``
+    = the publication; a replay or an older publication writes nothing), then makes sure the table
+    is in the Spark catalog (see the module docstring for when).
 
-    The commit carries ``txnAppId`` = :func:`txn_app_id` (table, period) and ``txnVersion`` = the
-    publication: Delta skips a write whose version is not above the last one it committed for that
-    app id, so a rolled-forward publication is not written twice and an older one never replaces a
-    newer one."""
+    ``spark``: a session, or a factory called only when a registration is due (a finalize of an
+    existing table starts no Spark); None: never register."""
 
-    def __init__(self, spark: SparkSession | Callable[[], SparkSession], delta: DeltaSettings) -> None:
+    def __init__(self, spark: SparkSession | Callable[[], SparkSession] | None, delta: DeltaSettings) -> None:
         self._spark = spark
         self.delta = delta
+        self.writer = DeltaRsSilver(delta)
+        self.register_always = spark is not None and not callable(spark)
 
     @property
-    def spark(self) -> SparkSession:
-        """The session (built on first use when given a factory: a refused run starts no Spark)."""
+    def spark(self) -> SparkSession | None:
+        """The session (built on first use when given a factory)."""
         if callable(self._spark):
             self._spark = self._spark()
         return self._spark
 
     def replace(
-        self, table: WideTable, period: dt.datetime | dt.date, rows: pa.Table, publication: int
+        self, table: WideTable, period: dt.datetime | dt.date, rows: pa.RecordBatchReader, publication: int
     ) -> None:
-        from pyspark.sql import functions as F  # noqa: N812
-
-        if isinstance(period, dt.datetime):
-            start = period.astimezone(dt.UTC)
-            condition = f"`hour` = timestamp'{start:%Y-%m-%d %H:%M:%S}+00:00'"
-        else:
-            start = day_start(period)
-            condition = f"`day` = date'{period.isoformat()}'"
-        frame = self.spark.createDataFrame(rows)
-        frame = frame.withColumn(PARTITION, F.to_date(F.col(table.period)))
-        path = silver_path(self.delta, table.name)
-        (
-            frame.write.format("delta")
-            .mode("overwrite")
-            .option("replaceWhere", condition)
-            .option("mergeSchema", "true")  # columns the catalog gained
-            .option("txnAppId", txn_app_id(table.name, start))
-            .option("txnVersion", str(publication))
-            .partitionBy(PARTITION)
-            .save(path)
-        )
-        log.info(
-            "silver/%s: %s holds publication %d (%d rows; a replay is skipped)",
-            table.name,
-            start.isoformat(),
-            publication,
-            rows.num_rows,
-        )
+        commit = self.writer.replace(table, period, rows, publication)
+        if not (commit.created or self.register_always) or self._spark is None:
+            return
+        spark = self.spark
+        assert spark is not None
         try:
-            register(self.spark, self.delta, table.name)
-        except Exception as exc:
+            # a table the commit created (new, or the root moved) is (re)pointed; otherwise only a
+            # missing entry is added (the catalog lookup is cheap, DESCRIBE DETAIL reads the log)
+            if commit.created or not spark.catalog.tableExists(f"{SPARK_DATABASE}.{table.name}"):
+                register(spark, self.delta, table.name)
+        except Exception as exc:  # the catalog entry is a convenience; the Delta commit stands
             log.warning("could not register %s.%s in the Spark catalog: %s", SPARK_DATABASE, table.name, exc)
-
-
-def txn_app_id(table: str, start: dt.datetime) -> str:
-    """Delta ``txnAppId`` of a period's publications (one per (table, period))."""
-    return f"widehouse-publish:{table}:{start.astimezone(dt.UTC):%Y-%m-%dT%H:%M}Z"
 
 
 def register(spark: SparkSession, delta: DeltaSettings, table: str) -> None:
