@@ -74,6 +74,7 @@ _NOT_TYPE_MAPS = {
     ("spark/widehouse/clickhouse/ddl.py", "_TYPE_DEFAULTS"),  # ClickHouse zero values (left: see NOTES)
     ("spark/widehouse/generator/badinput.py", "_WRONG_VALUES"),  # test data: a wrong value per kind
     ("bench/daily_merge.py", "values"),  # sample data per kind
+    ("bench/batch_scale.py", "values"),  # sample data per kind (ClickHouse expressions)
     ("spark/widehouse/pulsar/schemas.py", "_PRIMITIVES"),  # the other way: Avro -> catalog kind
 }
 """Maps keyed by every catalog kind that hold data, not a store's type."""
