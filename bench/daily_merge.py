@@ -13,7 +13,13 @@ Figures per step (wall seconds): family s (ClickHouse -> HBase), family h (Hive 
 extract (HBase -> Arrow), publish (Delta silver + ClickHouse final + ledger), and rows/s of
 HBase -> ClickHouse + Delta (extract + publish).
 
-    python -m bench daily_merge [--users 100000] [--buckets 16] [--master local[2]]
+    python -m bench daily_merge [--users 100000] [--buckets 16] [--master local[2]] [--no-unsalted]
+    python -m bench daily_merge --layouts-only [--users 20000]
+
+``--layouts-only`` compares the two HBase cell layouts of family ``s`` alone, in this process
+against the local HBase (one table each, 80 stream columns): one cell per column (how day rows
+were stored before the packed format; reimplemented here as the reference) vs one packed cell
+per row (:mod:`widehouse.hbase.packed`): rows/s and cells/s of the write and of a full scan.
 """
 
 from __future__ import annotations
@@ -62,7 +68,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--users", type=int, default=100_000)
     parser.add_argument("--buckets", type=int, default=16)
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--no-unsalted", action="store_true", help="run the salted layout only")
+    parser.add_argument("--layouts-only", action="store_true", help="compare the HBase cell layouts only")
     args = parser.parse_args(argv)
+    if args.layouts_only:
+        return compare_layouts(args.users)
 
     from widehouse import clickhouse, hbase
     from widehouse.batch.daily import DailyRequest
@@ -93,7 +103,8 @@ def main(argv: list[str]) -> int:
         ensure_clickhouse(client, catalog)
         client.command(stream_select(daily, args.users))
         generate_offline(spark, OfflineSpec(args.users, (DAY,), database=f"bench_{suffix}"), catalog.sql_dir)
-        for label, buckets in (("salted", args.buckets), ("unsalted", 1)):
+        layouts = [("salted", args.buckets)] + ([] if args.no_unsalted else [("unsalted", 1)])
+        for label, buckets in layouts:
             run_settings = dataclasses.replace(
                 settings,
                 hbase=dataclasses.replace(settings.hbase, table_prefix=f"bench_{suffix}_{label}_"),
@@ -113,6 +124,8 @@ def main(argv: list[str]) -> int:
                     "extract_s": round(s["extract"], 2),
                     "extract_rows_per_s": round(outcome.extracted / s["extract"]),
                     "publish_s": round(s["publish"], 2),
+                    "total_s": round(sum(s.values()), 2),
+                    "users_per_s": round(outcome.extracted / sum(s.values())),
                     "hbase_to_stores_rows_per_s": round(outcome.extracted / (s["extract"] + s["publish"])),
                 }
             )
@@ -131,4 +144,105 @@ def main(argv: list[str]) -> int:
         table(f"daily merge, {args.users:,} users, {machine()}", header, [list(r.values()) for r in results])
     )
     save("daily_merge", {"users": args.users, "buckets": args.buckets, "results": results})
+    return 0
+
+
+def layout_rows(spec: Any, users: int) -> Any:
+    """``users`` rows of every stream column of the day table, values varying with the user."""
+    import numpy as np
+    import pyarrow as pa
+
+    n = np.arange(users)
+    arrays: dict[str, Any] = {"uid": pa.array(10000001 + n)}
+    for column, kind in spec.stream:
+        values = {
+            "count": lambda: pa.array(n % 7, pa.uint64()),
+            "long": lambda: pa.array(n % 1000),
+            "int": lambda: pa.array((n % 100).astype(np.int32)),
+            "double": lambda: pa.array((n % 1000) / 8.0),
+            "string": lambda: pa.array([f"v{i % 50}" for i in range(users)]),
+            "boolean": lambda: pa.array(n % 2 == 0),
+            "timestamp-ms": lambda: pa.array(1795339800000 + n % 3600000),
+        }[kind]()
+        arrays[column] = values
+    return pa.table(arrays)
+
+
+def _per_column_write(target: Any, spec: Any, rows: Any) -> int:
+    """The old layout: one cell per non-null column, 500 cells per Thrift batch. Returns cells."""
+    from widehouse.hbase.codec import encode_column
+    from widehouse.hbase.keys import row_key
+
+    keys = rows["uid"].to_pylist()
+    encoded = [(f"s:{c}".encode(), encode_column(rows[c], k)) for c, k in spec.stream]
+    cells = 0
+    with target.batch(batch_size=500) as batch:
+        for i, key in enumerate(keys):
+            puts = {q: v[i] for q, v in encoded if v[i] is not None}
+            cells += len(puts)
+            batch.put(row_key(key, DAY, 1), puts)
+    return cells
+
+
+def _per_column_scan(target: Any, spec: Any) -> int:
+    """The old read: every column's cells of a scan, decoded column by column. Returns rows."""
+    from widehouse.hbase.codec import decode_column
+
+    scanned = [d for _, d in target.scan(batch_size=2000)]
+    for c, kind in spec.stream:
+        decode_column([d.get(f"s:{c}".encode()) for d in scanned], kind, c)
+    return len(scanned)
+
+
+def compare_layouts(users: int) -> int:
+    """Family ``s`` for ``users`` rows, one cell per column vs one packed cell per row."""
+    import time
+
+    from widehouse import hbase
+    from widehouse.catalog import load_catalog
+    from widehouse.hbase.day import FamilyWriter, layout
+    from widehouse.hbase.daytable import day_table
+    from widehouse.settings import load_settings
+
+    settings = load_settings()
+    spec = day_table(load_catalog(settings.schemas_dir).table("user_daily"), settings.hbase, 1)
+    rows = layout_rows(spec, users)
+    suffix = uuid.uuid4().hex[:6]
+    connection = hbase.connect(settings.hbase)
+    results = []
+    try:
+        for label in ("cell per column", "packed"):
+            name = f"bench_{suffix}_{label.split()[0]}"
+            connection.create_table(name, {"s": {"max_versions": 1}, "h": {"max_versions": 1}})
+            target = connection.table(name)
+            started = time.perf_counter()
+            if label == "packed":
+                writer = FamilyWriter(target, dataclasses.replace(spec, name=name), "s", DAY)
+                writer.put(rows)
+                cells = users
+            else:
+                cells = _per_column_write(target, spec, rows)
+            written = time.perf_counter() - started
+            started = time.perf_counter()
+            if label == "packed":
+                packed = layout(spec, "s")
+                read_rows = len(packed.decode([d[packed.cell] for _, d in target.scan(batch_size=1000)])[0])
+            else:
+                read_rows = _per_column_scan(target, spec)
+            read = time.perf_counter() - started
+            assert read_rows == users
+            results.append(
+                [label, users, cells, round(written, 2), round(users / written), round(cells / written),
+                 round(read, 2), round(users / read)]
+            )  # fmt: skip
+            connection.delete_table(name, disable=True)
+    finally:
+        connection.close()
+    header = ["layout", "rows", "cells", "write_s", "rows_per_s", "cells_per_s", "scan_s", "scan_rows_per_s"]
+    title = f"HBase family s layouts, {users:,} rows x {len(spec.stream)} columns, {machine()}"
+    print(table(title, header, results))
+    save(
+        "daily_merge_layouts",
+        {"users": users, "results": [dict(zip(header, r, strict=True)) for r in results]},
+    )
     return 0

@@ -162,3 +162,19 @@ class PrivateThrift:
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.wait(30)
+
+
+def unpack_cell(cell: bytes) -> tuple[int, int, list[bytes | None]]:
+    """A packed family cell parsed by hand from its documented layout (widehouse.hbase.packed):
+    (format version, fingerprint, values with None for a null). Independent of the code under test."""
+    assert cell[:2] == b"WF"
+    version, fingerprint, n = cell[2], int.from_bytes(cell[4:8], "big"), int.from_bytes(cell[8:10], "big")
+    bitmap = cell[10 : 10 + (n + 7) // 8]
+    at = 10 + (n + 7) // 8
+    offsets = [int.from_bytes(cell[at + 4 * i : at + 4 * i + 4], "big") for i in range(n + 1)]
+    data = cell[at + 4 * (n + 1) :]
+    assert len(data) == offsets[-1]
+    values: list[bytes | None] = [
+        None if bitmap[i // 8] >> (i % 8) & 1 else data[offsets[i] : offsets[i + 1]] for i in range(n)
+    ]
+    return version, fingerprint, values

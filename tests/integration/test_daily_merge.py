@@ -115,17 +115,24 @@ def test_golden_day_published_identically_twice(deployment: Deployment, spark: A
     assert deployment.silver(spark, DAY) == expected
     assert support.ledger_entries(deployment.client, DAY) == 2
 
-    # the HBase rows, by hand: salted keys, typed text, nulls absent
+    # the HBase rows, by hand: salted keys, one packed cell per family (typed text, null bits)
+    stream = [c.name for c in table.columns]
+    offline = [c.name for c in table.offline_columns]
     connection = hbase.connect(deployment.settings.hbase)
     try:
         day_table = connection.table(f"{deployment.settings.hbase.table_prefix}user_daily")
         assert row_key(10000001, DAY, BUCKETS) == b"3|20261122|10000001"  # crc32 2074459403 mod 4
         row = day_table.row(b"3|20261122|10000001")
-        assert row[b"s:logins"] == b"3"
-        assert row[b"s:first_login_at"] == b"1795338300250"  # 2026-11-22 09:05:00.250 UTC
-        assert row[b"h:is_anchor"] == b"true"
-        assert row[b"h:pay_refund_usd"] == b"0.99"
-        assert b"s:last_search_query" not in row
+        assert set(row) == {b"s:0", b"h:0"}  # a day row is two cells
+        version, _, s_values = support.unpack_cell(row[b"s:0"])
+        assert version == 1 and len(s_values) == len(stream)
+        assert s_values[stream.index("logins")] == b"3"
+        assert s_values[stream.index("first_login_at")] == b"1795338300250"  # 2026-11-22 09:05:00.250 UTC
+        assert s_values[stream.index("last_search_query")] is None
+        _, _, h_values = support.unpack_cell(row[b"h:0"])
+        assert len(h_values) == len(offline)
+        assert h_values[offline.index("is_anchor")] == b"true"
+        assert h_values[offline.index("pay_refund_usd")] == b"0.99"
         assert len(list(day_table.scan())) == 5
     finally:
         connection.close()

@@ -34,11 +34,12 @@ data path).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import unquote, urlsplit
@@ -133,6 +134,10 @@ class Driver(Protocol):
         self, query: str, parameters: Any = None, settings: dict[str, Any] | None = None
     ) -> pa.Table: ...
 
+    def query_arrow_stream(
+        self, query: str, parameters: Any = None, settings: dict[str, Any] | None = None
+    ) -> Any: ...
+
     def insert_arrow(
         self,
         table: str,
@@ -179,6 +184,14 @@ class ClickHouse:
     def query_arrow(self, sql: str, parameters: Mapping[str, Any] | None = None) -> pa.Table:
         with self._lock:
             return self.driver.query_arrow(sql, parameters=parameters)
+
+    @contextlib.contextmanager
+    def arrow_batches(
+        self, sql: str, parameters: Mapping[str, Any] | None = None, settings: dict[str, Any] | None = None
+    ) -> Iterator[Iterator[pa.RecordBatch]]:
+        """A query's result as a stream of Arrow record batches (memory bounded by a block)."""
+        with self._lock, self.driver.query_arrow_stream(sql, parameters, settings) as stream:
+            yield iter(stream)
 
     def insert_arrow(self, table: str, data: pa.Table, settings: dict[str, Any] | None = None) -> Any:
         with self._lock:

@@ -15,9 +15,10 @@ boolean        ``true`` / ``false``             bool
 timestamp-ms   epoch milliseconds (``17..``)    timestamp[ms, UTC]
 ============== ================================ ==========================
 
-A null is no cell: writers delete the column (see :mod:`widehouse.hbase.day`). A count is never
-null in a final row (``0`` when the stream saw nothing), so an absent count reads back as 0.
-Encoding and decoding are vectorised Arrow casts.
+This is the text of one value. The day tables store a family's values of a row together in one
+cell (:mod:`widehouse.hbase.packed`), each value as this text; a null is marked null there. A
+count is never null in a final row (``0`` when the stream saw nothing), so an absent count reads
+back as 0. Encoding and decoding are vectorised Arrow casts.
 """
 
 from __future__ import annotations
@@ -44,12 +45,19 @@ def arrow_type(kind: str) -> pa.DataType:
 
 def encode_column(values: pa.Array | pa.ChunkedArray, kind: str) -> list[bytes | None]:
     """Cell values of one column (None for a null: no cell)."""
+    return encode_text(values, kind).to_pylist()  # type: ignore[no-any-return]
+
+
+def encode_text(values: pa.Array | pa.ChunkedArray, kind: str) -> pa.Array:
+    """One column's values as their cell text: an Arrow binary array, null where the value is null."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     arrow_type(kind)  # checks the kind
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
     if pa.types.is_null(values.type):
-        return [None] * len(values)
+        return pa.nulls(len(values), pa.binary())
     if pa.types.is_timestamp(values.type):
         values = pc.cast(values, pa.timestamp("ms", tz="UTC"), safe=False).cast(pa.int64())
     elif pa.types.is_date(values.type):
@@ -60,17 +68,26 @@ def encode_column(values: pa.Array | pa.ChunkedArray, kind: str) -> list[bytes |
         if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
             values = pc.cast(values, pa.string())
         values = pc.cast(values, pa.binary())
-    return values.to_pylist()  # type: ignore[no-any-return]
+    return values
 
 
 def decode_column(cells: list[bytes | None], kind: str, column: str = "?") -> pa.Array:
     """One column read back from cell values (None: no cell) as an Arrow array of the kind's type."""
     import pyarrow as pa
+
+    return decode_text(pa.array(cells, pa.binary()), kind, column)
+
+
+def decode_text(text: pa.Array, kind: str, column: str = "?") -> pa.Array:
+    """One column's cell text (an Arrow binary array, null: no value) as the kind's Arrow type."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     target = arrow_type(kind)
     try:
-        text = pc.cast(pa.array(cells, pa.binary()), pa.string())
+        if pa.types.is_large_binary(text.type):
+            text = pc.cast(text, pa.binary())
+        text = pc.cast(text, pa.string())
         if kind == "string":
             return text
         if kind == "timestamp-ms":

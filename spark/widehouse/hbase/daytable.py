@@ -2,8 +2,9 @@
 
 One HBase table per daily wide table, ``<WIDEHOUSE_HBASE_TABLE_PREFIX><table>`` (``wh_user_daily``;
 a prefix ``ns:`` puts it in an existing namespace, a test prefix isolates tests). Two families with
-one version each: ``s`` (the stream's day columns) and ``h`` (the offline Hive columns); the
-qualifier is the column name (:func:`widehouse.catalog.schema.hbase_columns`). Rows are keyed
+one version each: ``s`` (the stream's day columns) and ``h`` (the offline Hive columns), each
+stored as one packed cell per row, qualifier ``0`` (:mod:`widehouse.hbase.packed`), its columns
+those of :class:`DayTable` in catalog order. Rows are keyed
 ``<salt>|<yyyymmdd>|<key>`` (:mod:`widehouse.hbase.keys`).
 
 Creation (:func:`ensure_day_table`): the Thrift v1 API happybase speaks has no split keys

@@ -54,8 +54,14 @@ def salt_text(bucket: int, buckets: int) -> str:
 
 def row_key(key: int | str, day: dt.date, buckets: int) -> bytes:
     """``<salt>|<yyyymmdd>|<key>`` as bytes."""
-    salt = salt_text(salt_of(key, buckets), buckets)
-    return f"{salt}{SEPARATOR}{day_text(day)}{SEPARATOR}{key_text(key)}".encode()
+    return salted_row_key(key, day, buckets)[1]
+
+
+def salted_row_key(key: int | str, day: dt.date, buckets: int) -> tuple[int, bytes]:
+    """The salt bucket of a key and its row key (one CRC-32)."""
+    bucket = salt_of(key, buckets)
+    salt = salt_text(bucket, buckets)
+    return bucket, f"{salt}{SEPARATOR}{day_text(day)}{SEPARATOR}{key_text(key)}".encode()
 
 
 def bucket_prefix(bucket: int, day: dt.date, buckets: int) -> bytes:

@@ -4,9 +4,11 @@ Both run one Spark task per salt bucket, and each task opens its own Thrift conn
 (:func:`widehouse.hbase.connect` inside the task; only plain settings and the
 :class:`~widehouse.hbase.daytable.DayTable` description are shipped):
 
-- :func:`write_offline_family`: the offline frame's rows go to the task of their bucket (an RDD
-  partitioned by salt, partition i = bucket i, so a bucket with no rows still gets its task); each
-  task puts its rows and prunes rows of its bucket that the new data lacks. Timestamps travel as
+- :func:`write_offline_family`: the offline frame's rows, salted and hash-partitioned by bucket in
+  Spark (all rows of a bucket in one task), reach the tasks as Arrow batches (``mapInArrow``: no
+  Python rows); each task puts them in bounded chunks (packed cells, bounded Thrift batches:
+  :mod:`.day`) and prunes the rows of its buckets that the new data lacks; the driver prunes the
+  buckets that got no row. Timestamps travel as
   epoch ms, so no time zone is involved.
 - :func:`extract_day`: task i scans the prefix ``<i>|<yyyymmdd>|`` and returns its rows as one Arrow
   IPC stream; the driver concatenates them (sorted by key). Failures name the Thrift server.
@@ -18,12 +20,11 @@ import datetime as dt
 import functools
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from widehouse.catalog.schema import OFFLINE_FAMILY
 from widehouse.errors import HBaseError
-from widehouse.hbase.day import FamilyWrite, scan_bucket, thrift_failure, write_family
-from widehouse.hbase.keys import salt_of
+from widehouse.hbase.day import FamilyWrite, FamilyWriter, scan_bucket, thrift_failure
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -35,62 +36,95 @@ if TYPE_CHECKING:
 _TASK_ERROR = re.compile(r"widehouse\.errors\.HBaseError: (.*)")
 
 
-def _write_bucket(
-    settings: HBaseSettings,
-    spec: DayTable,
-    day: dt.date,
-    bucket: int,
-    items: Iterator[tuple[int, tuple[Any, ...]]],
-) -> Iterator[tuple[int, int]]:
+def _write_buckets(
+    settings: HBaseSettings, spec: DayTable, day: dt.date, batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """A task of :func:`write_offline_family`: its rows (Arrow batches ordered by ``_bucket``, every
+    row of a bucket in this task) -> family ``h``; each bucket pruned once its rows are put."""
     import pyarrow as pa
+    import pyarrow.compute as pc
     from thriftpy2.thrift import TException
 
-    from widehouse.hbase.codec import arrow_type
     from widehouse.hbase.connection import connect
 
-    rows = [values for _, values in items]
-    key_type = pa.int64() if spec.key_type == "long" else pa.string()
-    fields = [pa.field(spec.key_name, key_type)]
-    fields += [
-        pa.field(c, pa.int64() if kind == "timestamp-ms" else arrow_type(kind)) for c, kind in spec.offline
-    ]
-    schema = pa.schema(fields)  # timestamps arrive as epoch ms
-    data = pa.Table.from_pylist([dict(zip(schema.names, r, strict=True)) for r in rows], schema=schema)
+    done: list[tuple[int, int, int]] = []  # (bucket, rows, pruned)
     connection = connect(settings)
+    current: int | None = None
     try:
-        done = write_family(connection.table(spec.name), spec, OFFLINE_FAMILY, day, data, [bucket])
+        writer = FamilyWriter(connection.table(spec.name), spec, OFFLINE_FAMILY, day)
+        before = (0, 0)
+
+        def finish(bucket: int) -> None:
+            nonlocal before
+            writer.finish_bucket(bucket)
+            done.append((bucket, writer.rows - before[0], writer.pruned - before[1]))
+            before = (writer.rows, writer.pruned)
+
+        for batch in batches:
+            rows = pa.Table.from_batches([batch])
+            column = rows["_bucket"]
+            for bucket in pc.unique(column).to_pylist():
+                if current is not None and bucket != current:
+                    finish(current)
+                current = bucket
+                writer.put(rows.filter(pc.equal(column, bucket)))
+        if current is not None:
+            finish(current)
     except (TException, OSError) as exc:
         raise thrift_failure(
-            settings, f"writing family h of {spec.name} bucket {bucket} for {day}", exc
+            settings, f"writing family h of {spec.name} bucket {current} for {day}", exc
         ) from exc
     finally:
         connection.close()
-    yield done.rows, done.pruned
+    schema = pa.schema([("bucket", pa.int32()), ("rows", pa.int64()), ("pruned", pa.int64())])
+    yield pa.RecordBatch.from_pylist([dict(zip(schema.names, d, strict=True)) for d in done], schema=schema)
 
 
 def write_offline_family(
     settings: HBaseSettings, spec: DayTable, frame: DataFrame, day: dt.date
 ) -> FamilyWrite:
-    """Family ``h`` of the day := ``frame`` (key + every offline column, one row per key)."""
+    """Family ``h`` of the day := ``frame`` (key + every offline column, one row per key).
+
+    Spark computes each row's salt bucket (``crc32`` of the key text, as
+    :func:`~widehouse.hbase.keys.salt_of`), hash-partitions the rows by bucket into ``buckets``
+    tasks (a bucket's rows all in one task; no sampling pass, so the Hive SQL runs once) and hands
+    each task Arrow batches sorted by bucket (:func:`_write_buckets`); the driver then prunes the
+    buckets no row fell in.
+    """
     from pyspark.sql import functions as sf
+    from thriftpy2.thrift import TException
+
+    from widehouse.hbase.connection import connect
 
     columns = [sf.col(spec.key_name)]
     columns += [
         sf.unix_millis(sf.col(c)).alias(c) if kind == "timestamp-ms" else sf.col(c)
         for c, kind in spec.offline
     ]
-    buckets = spec.buckets
-    rdd = (
-        frame.select(*columns)
-        .rdd.map(lambda row: (salt_of(row[0], buckets), tuple(row)))
-        .partitionBy(buckets, lambda bucket: bucket)
+    salt = sf.crc32(sf.col(spec.key_name).cast("string")) % sf.lit(spec.buckets)
+    rows = (
+        frame.select(*columns, salt.cast("int").alias("_bucket"))
+        .repartition(spec.buckets, "_bucket")
+        .sortWithinPartitions("_bucket")
     )
-    task = functools.partial(_write_bucket, settings, spec, day)
+    task = functools.partial(_write_buckets, settings, spec, day)
     try:
-        counts = rdd.mapPartitionsWithIndex(task).collect()
+        counts = rows.mapInArrow(task, "bucket int, rows long, pruned long").collect()
     except Exception as exc:  # Py4J/PythonException wrap the task's error: name the server
         raise task_failure(settings, f"writing family h of {spec.name} for {day}", exc) from exc
-    return FamilyWrite(sum(c[0] for c in counts), sum(c[1] for c in counts))
+    seen = {c["bucket"] for c in counts}
+    pruned = sum(c["pruned"] for c in counts)
+    empty = [b for b in range(spec.buckets) if b not in seen]
+    if empty:  # buckets without a row today: their rows of the day lose family h
+        connection = connect(settings)
+        try:
+            writer = FamilyWriter(connection.table(spec.name), spec, OFFLINE_FAMILY, day)
+            pruned += sum(writer.finish_bucket(b) for b in empty)
+        except (TException, OSError) as exc:
+            raise thrift_failure(settings, f"pruning family h of {spec.name} for {day}", exc) from exc
+        finally:
+            connection.close()
+    return FamilyWrite(sum(c["rows"] for c in counts), pruned)
 
 
 def _scan_buckets(

@@ -68,6 +68,15 @@ def hbase_site(local: LocalServicesSettings, data_dir: Path) -> dict[str, str]:
         "hbase.thrift.minWorkerThreads": "8",
         # small local footprint
         "hbase.regionserver.handler.count": "10",
+        # heap budget (one JVM: master + region server + ZooKeeper; WIDEHOUSE_HBASE_HEAP, 768m): the
+        # defaults give memstores 40 % and the block cache 40 %, and let queued RPCs take up to 1 GB,
+        # which is how 100k users' writes killed it (OutOfMemoryError). Bound each: memstores 30 %
+        # (flushed at 32 MB per region, so 16 salt regions flush early and often), block cache 15 %
+        # (the daily jobs scan each row once), queued calls 64 MB (writers wait instead).
+        "hbase.regionserver.global.memstore.size": "0.3",
+        "hbase.hregion.memstore.flush.size": str(32 << 20),
+        "hfile.block.cache.size": "0.15",
+        "hbase.ipc.server.max.callqueue.size": str(64 << 20),
         "hbase.master.wait.on.regionservers.mintostart": "1",
     }
 
