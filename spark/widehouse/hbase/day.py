@@ -235,8 +235,9 @@ def write_stream_batches(writer: FamilyWriter, batches: Iterable[pa.RecordBatch]
             raise HBaseError(f"stream rows of {writer.spec.name} came out of salt-bucket order")
         rows = pa.Table.from_batches([batch])
         for bucket in range(done, last + 1):
-            part = rows if first == last else rows.filter(pc.equal(bucket_column, bucket))
-            if part.num_rows:
+            # buckets from ``done`` up to ``first`` have no rows in this block: they only finish
+            if bucket >= first:
+                part = rows if first == last else rows.filter(pc.equal(bucket_column, bucket))
                 writer.put(part)
             if bucket < last:
                 writer.finish_bucket(bucket)
