@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 
 from widehouse import clickhouse
-from widehouse.catalog import Accepted, Catalog, load_catalog, parse_event
+from widehouse.catalog import Accepted, Catalog, load_catalog
 from widehouse.catalog.filters import Path as FieldPath
 from widehouse.clickhouse.ddl import apply_ddl
 from widehouse.contracts.periods import HOUR_MS
@@ -23,8 +23,7 @@ from widehouse.contracts.types import CLICKHOUSE_TYPES, KIND_TYPES, arrow_type
 from widehouse.generator.core import TrafficGenerator
 from widehouse.generator.manifest import diff_rows
 from widehouse.generator.options import GenerateOptions
-from widehouse.stream.transform import reference_rows
-from widehouse.testing import source_batch
+from widehouse.testing import reference_rows, reference_verdicts, source_batch
 
 CH_TYPES = {kind: f"Nullable({ch})" for kind, ch in CLICKHOUSE_TYPES.items()}
 ARROW = {kind: arrow_type(t.hbase) for kind, t in KIND_TYPES.items()}  # timestamps in ms, as ClickHouse's
@@ -104,22 +103,8 @@ def _join_ingest(client: Any, catalog: Catalog, batch: pa.RecordBatch) -> tuple[
         rows: dict[str, dict[str, list[Any]]] = {
             t: {"k": [], "ts": [], **{_flat(p): [] for p in fields[t]}} for t in names
         }
-        for payload, topic, publish in zip(
-            batch["value"].to_pylist(),
-            batch["__topic"].to_pylist(),
-            batch["__publishTime"].to_pylist(),
-            strict=True,
-        ):
-            if topic not in names:
-                continue
-            result = parse_event(
-                catalog.topic(topic),
-                payload,
-                round(publish.timestamp() * 1000),
-                catalog.rules,
-                catalog.max_payload_bytes,
-            )
-            if not isinstance(result, Accepted) or result.late:
+        for topic, _, _, result in reference_verdicts(catalog, batch):
+            if topic not in names or not isinstance(result, Accepted) or result.late:
                 continue
             target = rows[topic]
             target["k"].append(result.key)

@@ -60,16 +60,16 @@ def main(argv: list[str]) -> int:
 
 
 def _header() -> list[str]:
-    from bench._faults import HEADER
+    from widehouse.testing.faults import HEADER
 
     return HEADER
 
 
 def run(parts: list[str], root: Path, kills: int, rate: float, events: int) -> list[Any]:
-    from bench import _fault_scenarios as scenarios
-    from bench._faults import Outcome
     from widehouse.settings import load_settings
     from widehouse.spark.session import build_session
+    from widehouse.testing import fault_scenarios as scenarios
+    from widehouse.testing.faults import Outcome
 
     spark = build_session(load_settings(), "widehouse-faults", overrides={"spark.ui.enabled": "false"})
     rows = []

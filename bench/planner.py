@@ -149,29 +149,23 @@ def run_one(
     t_replan = median_time(lambda: plan(changed, s, first), runs=runs)
     replanned = plan(changed, s, first)
     fresh = plan(changed, s)
+    # a replan keeping the plan in force, and one from scratch (its time is the first plan's)
     rows = [
         row(
-            "planner",
+            label,
             groups=summary.groups,
             lower_bound=summary.lower_bound_groups,
             loads=core_loads(first),
             plan_s=t_plan,
-            replan_s=t_replan,
-            moved=moved_share(first.assignment, replanned.assignment),
-            loads_after=core_loads(replanned),
+            replan_s=replan_s,
+            moved=moved_share(first.assignment, after.assignment),
+            loads_after=core_loads(after),
             s=s,
-        ),
-        row(
-            "planner, replan without previous",
-            groups=summary.groups,
-            lower_bound=summary.lower_bound_groups,
-            loads=core_loads(first),
-            plan_s=t_plan,
-            replan_s=t_plan,
-            moved=moved_share(first.assignment, fresh.assignment),
-            loads_after=core_loads(fresh),
-            s=s,
-        ),
+        )
+        for label, replan_s, after in (
+            ("planner", t_replan, replanned),
+            ("planner, replan without previous", t_plan, fresh),
+        )
     ]
     # the planner's isolation, with the light topics hashed onto as many cores as it packed them into
     isolated = {t for g in first.groups if g.isolated for t in g.topics}

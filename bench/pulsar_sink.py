@@ -143,7 +143,7 @@ def main(argv: list[str]) -> int:
     from widehouse.pulsar.dedup import enable_deduplication
     from widehouse.settings import load_settings
     from widehouse.source import register
-    from widehouse.spark.session import build_session
+    from widehouse.testing.spark import small_session
 
     state = tempfile.mkdtemp(prefix="bench-pulsar-sink-")
     settings = load_settings({**os.environ, "WIDEHOUSE_STATE_DIR": state})
@@ -151,11 +151,7 @@ def main(argv: list[str]) -> int:
     admin = PulsarAdmin(settings.pulsar)
     admin.ensure_namespace(ns)
     enable_deduplication(admin, ns)
-    spark = build_session(
-        settings,
-        "bench-pulsar-sink",
-        {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"},
-    )
+    spark = small_session("bench-pulsar-sink", settings)
     register(spark)
     n, parts = args.messages, args.partitions
     print(f"namespace {ns}; {n:,} messages, {parts} partitions; {machine()}", flush=True)

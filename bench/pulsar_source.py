@@ -305,16 +305,12 @@ def main(argv: list[str]) -> int:
     from widehouse.settings import load_settings
     from widehouse.source import register
     from widehouse.source.broker import BrokerView
-    from widehouse.spark.session import build_session
+    from widehouse.testing.spark import small_session
 
     state = tempfile.mkdtemp(prefix="bench-pulsar-state-")
     settings = load_settings({**os.environ, "WIDEHOUSE_STATE_DIR": state})
     ns = f"widehouse-bench/ps-{uuid.uuid4().hex[:8]}"
-    spark = build_session(
-        settings,
-        "bench-pulsar-source",
-        {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"},
-    )
+    spark = small_session("bench-pulsar-source", settings)
     register(spark)
     client = pulsar_client.connect(settings.pulsar)
     view = BrokerView(settings.pulsar, concurrency=8)

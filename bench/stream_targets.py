@@ -203,6 +203,19 @@ def render(now: dict[str, Any], rate: float) -> str:
     )
 
 
+def _save(
+    fig: Any, ax: Any, stem: Path, suffix: str, *, title: str | None = None, legend_size: int | None = None
+) -> Path:
+    """Title ``ax``, add its legend, write ``fig`` beside ``stem`` as ``<stem><suffix>``; the path."""
+    if title is not None:
+        ax.set_title(title)
+    ax.legend(fontsize=legend_size)
+    path = stem.with_name(stem.name + suffix)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return path
+
+
 def plots(now: dict[str, Any], stem: Path) -> list[Path]:
     """PNG plots beside the JSON results; returns their paths."""
     import matplotlib
@@ -227,12 +240,9 @@ def plots(now: dict[str, Any], stem: Path) -> list[Path]:
             )
     ax.set_xlabel("seconds since the group's first batch")
     ax.set_ylabel("events/s inside the batch")
-    ax.set_title("Drain: events/s per micro-batch, per group")
-    ax.legend(fontsize=7)
-    path = stem.with_name(stem.name + "-rate.png")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    written.append(path)
+    written.append(
+        _save(fig, ax, stem, "-rate.png", title="Drain: events/s per micro-batch, per group", legend_size=7)
+    )
 
     timings = [t for t in now["runs"]["default"]["timings"] if t["rows_in"] >= 20_000]
     phases = list(BEFORE_PHASES_50K)
@@ -249,12 +259,9 @@ def plots(now: dict[str, Any], stem: Path) -> list[Path]:
         bottom_after += after[phase]
     ax.set_xticks([0, 1], ["before (NOTES, issue 6)", "now (scaled to 50k events)"])
     ax.set_ylabel("seconds per 50,000-event batch")
-    ax.set_title("Per-phase cost of a micro-batch")
-    ax.legend(fontsize=8)
-    path = stem.with_name(stem.name + "-phases.png")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    written.append(path)
+    written.append(
+        _save(fig, ax, stem, "-phases.png", title="Per-phase cost of a micro-batch", legend_size=8)
+    )
 
     if "freshness" in now:
         samples = now["freshness"]["samples"]
@@ -263,11 +270,7 @@ def plots(now: dict[str, Any], stem: Path) -> list[Path]:
         ax.axvline(10, color="red", linestyle="--", label="target p95 10 s")
         ax.set_xlabel("freshness: publish -> committed in both sinks (s)")
         ax.set_ylabel("messages (weighted samples)")
-        ax.legend()
-        path = stem.with_name(stem.name + "-freshness.png")
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-        written.append(path)
+        written.append(_save(fig, ax, stem, "-freshness.png"))
     plt.close("all")
     return written
 

@@ -24,14 +24,13 @@ from widehouse.orchestration import dagdefaults
 
 
 @dag(
-    dag_id="widehouse_daily",
-    schedule="@daily",
-    start_date=dagdefaults.start(),
-    catchup=True,
-    max_active_runs=1,
-    default_args=dagdefaults.default_args(),
-    tags=["widehouse", "batch", "daily"],
-    doc_md=__doc__,
+    **dagdefaults.dag_arguments(
+        "widehouse_daily",
+        schedule="@daily",
+        catchup=True,
+        tags=["widehouse", "batch", "daily"],
+        doc_md=__doc__,
+    )
 )
 def widehouse_daily() -> None:
     @task.sensor(mode="reschedule", poke_interval=300, timeout=dt.timedelta(hours=36).total_seconds())

@@ -32,14 +32,14 @@ def final_asset(table: str) -> Asset:
 
 
 @dag(
-    dag_id="widehouse_hourly",
-    schedule="@hourly",
-    start_date=dagdefaults.start(),
-    catchup=True,
-    max_active_runs=4,
-    default_args=dagdefaults.default_args(),
-    tags=["widehouse", "batch", "hourly"],
-    doc_md=__doc__,
+    **dagdefaults.dag_arguments(
+        "widehouse_hourly",
+        schedule="@hourly",
+        catchup=True,
+        max_active_runs=4,
+        tags=["widehouse", "batch", "hourly"],
+        doc_md=__doc__,
+    )
 )
 def widehouse_hourly() -> None:
     for table in hourly_tables(load_catalog(dagdefaults.schemas_dir())):

@@ -43,14 +43,12 @@ WATCHED = [watermark_asset(t) for t in TABLES]
 
 
 @dag(
-    dag_id="widehouse_hourly_events",
-    schedule=AssetAny(*WATCHED),
-    start_date=dagdefaults.start(),
-    catchup=False,
-    max_active_runs=1,
-    default_args=dagdefaults.default_args(),
-    tags=["widehouse", "batch", "hourly"],
-    doc_md=__doc__,
+    **dagdefaults.dag_arguments(
+        "widehouse_hourly_events",
+        schedule=AssetAny(*WATCHED),
+        tags=["widehouse", "batch", "hourly"],
+        doc_md=__doc__,
+    )
 )
 def widehouse_hourly_events() -> None:
     for table in TABLES:

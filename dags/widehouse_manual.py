@@ -21,6 +21,8 @@ Waits for: nothing (a re-finalize still refuses hours whose watermark has not pa
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
+from typing import Any
 
 from airflow.sdk import Asset, Param, dag, task
 
@@ -29,26 +31,29 @@ from widehouse.contracts.identity import final_asset_uri
 from widehouse.orchestration import dagdefaults, params
 
 CATALOG = load_catalog(dagdefaults.schemas_dir())
-COMMON = {
-    "schedule": None,
-    "start_date": dagdefaults.start(),
-    "catchup": False,
-    "max_active_runs": 1,
-    "default_args": dagdefaults.default_args(retries=0),
-    "doc_md": __doc__,
-}
 
 
-def _params(specs: dict[str, dict[str, object]]) -> dict[str, Param]:
-    return {name: Param(**spec) for name, spec in specs.items()}
+def manual(dag_id: str, specs: dict[str, dict[str, object]], tags: list[str]) -> dict[str, Any]:
+    """``@dag`` arguments of a manual DAG: no schedule, no retries, its form built from ``specs``."""
+    form = {name: Param(**spec) for name, spec in specs.items()}
+    return dagdefaults.dag_arguments(dag_id, schedule=None, retries=0, tags=tags, doc_md=__doc__, params=form)
 
 
-@dag(
-    dag_id="widehouse_refinalize",
-    params=_params(params.refinalize_params(CATALOG)),
-    tags=["widehouse", "manual", "hourly"],
-    **COMMON,
-)
+def form_task(task_id: str, timeout: dt.timedelta, call: Callable[[Any, dict[str, object]], object]) -> None:
+    """A task that hands the run's form to a use case of :mod:`widehouse.orchestration.tasks`
+    (imported when the task runs, never at parse time): ``call(tasks, form)``."""
+
+    @task(task_id=task_id, execution_timeout=timeout)
+    def run(params: dict[str, object] | None = None) -> object:
+        from widehouse.orchestration import tasks
+
+        assert params is not None
+        return call(tasks, params)
+
+    run()
+
+
+@dag(**manual("widehouse_refinalize", params.refinalize_params(CATALOG), ["widehouse", "manual", "hourly"]))
 def widehouse_refinalize() -> None:
     outlets = [Asset(name=f"{t}_final", uri=final_asset_uri(t)) for t in params.hourly_tables(CATALOG)]
 
@@ -63,58 +68,19 @@ def widehouse_refinalize() -> None:
     refinalize()
 
 
-@dag(
-    dag_id="widehouse_rebuild_day",
-    params=_params(params.rebuild_day_params()),
-    tags=["widehouse", "manual", "daily"],
-    **COMMON,
-)
+@dag(**manual("widehouse_rebuild_day", params.rebuild_day_params(), ["widehouse", "manual", "daily"]))
 def widehouse_rebuild_day() -> None:
-    @task(execution_timeout=dt.timedelta(hours=3))
-    def rebuild(params: dict[str, object] | None = None) -> None:
-        from widehouse.orchestration import tasks
-
-        assert params is not None
-        tasks.rebuild_day(params)
-
-    rebuild()
+    form_task("rebuild", dt.timedelta(hours=3), lambda tasks, form: tasks.rebuild_day(form))
 
 
-@dag(
-    dag_id="widehouse_replan_now",
-    params=_params(params.replan_params()),
-    tags=["widehouse", "manual", "planner"],
-    **COMMON,
-)
+@dag(**manual("widehouse_replan_now", params.replan_params(), ["widehouse", "manual", "planner"]))
 def widehouse_replan_now() -> None:
-    @task(execution_timeout=dt.timedelta(minutes=20))
-    def replan(params: dict[str, object] | None = None) -> str:
-        from widehouse.orchestration import tasks
-
-        assert params is not None
-        overrides = {k: params.get(k) for k in ("slot_capacity", "target_fill", "isolation", "imbalance")}
-        return tasks.replan(
-            overrides, apply=bool(params.get("apply_partitions")), force=bool(params.get("force"))
-        )
-
-    replan()
+    form_task("replan", dt.timedelta(minutes=20), lambda tasks, form: tasks.replan_now(form))
 
 
-@dag(
-    dag_id="widehouse_retire_app",
-    params=_params(params.retire_params()),
-    tags=["widehouse", "manual", "streams"],
-    **COMMON,
-)
+@dag(**manual("widehouse_retire_app", params.retire_params(), ["widehouse", "manual", "streams"]))
 def widehouse_retire_app() -> None:
-    @task(execution_timeout=dt.timedelta(minutes=20))
-    def retire(params: dict[str, object] | None = None) -> None:
-        from widehouse.orchestration import tasks
-
-        assert params is not None
-        tasks.retire_group(str(params["group"]))
-
-    retire()
+    form_task("retire", dt.timedelta(minutes=20), lambda tasks, form: tasks.retire_app(form))
 
 
 widehouse_refinalize()

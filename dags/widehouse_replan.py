@@ -22,14 +22,9 @@ from widehouse.orchestration import dagdefaults
 
 
 @dag(
-    dag_id="widehouse_replan",
-    schedule="0 */6 * * *",
-    start_date=dagdefaults.start(),
-    catchup=False,
-    max_active_runs=1,
-    default_args=dagdefaults.default_args(),
-    tags=["widehouse", "planner"],
-    doc_md=__doc__,
+    **dagdefaults.dag_arguments(
+        "widehouse_replan", schedule="0 */6 * * *", tags=["widehouse", "planner"], doc_md=__doc__
+    )
 )
 def widehouse_replan() -> None:
     @task(execution_timeout=dt.timedelta(minutes=20))

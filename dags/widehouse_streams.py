@@ -26,15 +26,14 @@ from widehouse.orchestration import dagdefaults
 
 
 @dag(
-    dag_id="widehouse_streams",
-    schedule="*/3 * * * *",
-    start_date=dagdefaults.start(),
-    catchup=False,
-    max_active_runs=1,
-    default_args=dagdefaults.default_args(retries=0),
-    tags=["widehouse", "streams"],
-    doc_md=__doc__,
-    dagrun_timeout=dt.timedelta(minutes=15),
+    **dagdefaults.dag_arguments(
+        "widehouse_streams",
+        schedule="*/3 * * * *",
+        retries=0,
+        tags=["widehouse", "streams"],
+        doc_md=__doc__,
+        dagrun_timeout=dt.timedelta(minutes=15),
+    )
 )
 def widehouse_streams() -> None:
     @task(execution_timeout=dt.timedelta(minutes=10))

@@ -10,28 +10,15 @@ nothing published unless 0).
 
 from __future__ import annotations
 
-import argparse
-import logging
 import sys
+from collections.abc import Sequence
 
 from widehouse.batch.jobs import add_daily_arguments, daily
-from widehouse.errors import ConfigError, WidehouseError
-from widehouse.settings import load_settings
+from widehouse.entrypoint import run_job
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="daily_merge.py", description=__doc__.splitlines()[0])
-    add_daily_arguments(parser)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        return daily(args, load_settings())
-    except ConfigError as exc:
-        print(f"daily_merge: configuration error: {exc}", file=sys.stderr)
-        return 2
-    except WidehouseError as exc:
-        print(f"daily_merge: error: {exc}", file=sys.stderr)
-        return 1
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_job("daily_merge", __doc__, add_daily_arguments, daily, argv)
 
 
 if __name__ == "__main__":

@@ -10,28 +10,15 @@ argparse -> settings -> :func:`widehouse.batch.jobs.finalize` (the use case
 
 from __future__ import annotations
 
-import argparse
-import logging
 import sys
+from collections.abc import Sequence
 
 from widehouse.batch.jobs import add_finalize_arguments, finalize
-from widehouse.errors import ConfigError, WidehouseError
-from widehouse.settings import load_settings
+from widehouse.entrypoint import run_job
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="finalize_hour.py", description=__doc__.splitlines()[0])
-    add_finalize_arguments(parser)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        return finalize(args, load_settings())
-    except ConfigError as exc:
-        print(f"finalize_hour: configuration error: {exc}", file=sys.stderr)
-        return 2
-    except WidehouseError as exc:
-        print(f"finalize_hour: error: {exc}", file=sys.stderr)
-        return 1
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_job("finalize_hour", __doc__, add_finalize_arguments, finalize, argv)
 
 
 if __name__ == "__main__":

@@ -10,14 +10,12 @@ message, never a traceback.
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Sequence
 
 from widehouse import __version__
 from widehouse.commands import COMMANDS
-from widehouse.errors import ConfigError, WidehouseError
-from widehouse.settings import load_settings
+from widehouse.entrypoint import configure_logging, exit_code
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,20 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    configure_logging(args.verbose)
     try:
-        settings = load_settings()
-        code: int = args.func(args, settings)
-    except ConfigError as exc:
-        print(f"widehouse: configuration error: {exc}", file=sys.stderr)
-        return 2
-    except WidehouseError as exc:
-        print(f"widehouse: error: {exc}", file=sys.stderr)
-        return 1
+        return exit_code("widehouse", args.func, args)
     except KeyboardInterrupt:
         print("widehouse: interrupted", file=sys.stderr)
         return 130
-    return code

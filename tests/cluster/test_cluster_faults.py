@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 from pyspark.sql import functions as F  # noqa: N812
 
-from bench._faults import FaultDeployment, kill
 from tests.cluster.cluster_support import active_apps, executor_pids, sigkill, wait_for
 from tests.cluster.conftest import SparkCluster
 from widehouse import clickhouse
 from widehouse.generator.manifest import diff_rows
 from widehouse.settings import Settings
+from widehouse.testing.faults import FaultDeployment, kill
 
 pytestmark = [pytest.mark.cluster, pytest.mark.integration, pytest.mark.spark]
 

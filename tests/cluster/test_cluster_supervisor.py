@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from bench._faults import FaultDeployment
 from tests.cluster.cluster_support import wait_for
 from tests.cluster.conftest import SparkCluster
 from widehouse.catalog import load_catalog
@@ -21,6 +20,7 @@ from widehouse.orchestration.launch import LocalLauncher
 from widehouse.orchestration.supervisor import from_settings
 from widehouse.planner import TopicTraffic, load_plan, plan, save_plan
 from widehouse.settings import PlannerSettings, Settings
+from widehouse.testing.faults import FaultDeployment
 
 pytestmark = [pytest.mark.cluster, pytest.mark.integration, pytest.mark.spark]
 

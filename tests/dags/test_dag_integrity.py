@@ -3,16 +3,13 @@ and docs; the hourly DAG fans out one task pair per hourly table of the catalog.
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support import copy_catalog, json_of_python
 from widehouse.catalog import load_catalog
 from widehouse.orchestration.dagdefaults import OWNER, TAGS
 
@@ -24,17 +21,7 @@ def probe(schemas_dir: Path | None = None) -> dict[str, Any]:
     env = {**os.environ}
     if schemas_dir is not None:
         env["WIDEHOUSE_SCHEMAS_DIR"] = str(schemas_dir)
-    out = subprocess.run(
-        [sys.executable, "-m", "tests.dags.dag_probe", str(DAGS)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+    return dict(json_of_python(["-m", "tests.dags.dag_probe", str(DAGS)], env))
 
 
 @pytest.fixture(scope="module")
@@ -114,9 +101,7 @@ def test_the_event_driven_hourly_dag_watches_one_asset_per_hourly_table(bag: dic
 
 
 def test_a_new_hourly_table_in_the_catalog_adds_its_tasks(tmp_path: Path) -> None:
-    schemas = tmp_path / "schemas"
-    shutil.copytree(ROOT / "schemas", schemas)
-    shutil.copytree(ROOT / "sql", tmp_path / "sql")  # the catalog checks its offline SQL files exist
+    schemas = copy_catalog(tmp_path)
     (schemas / "tables" / "crash_hourly.yaml").write_text(
         "wide_table: crash_hourly\n"
         'description: "Crashes per user per hour."\n'

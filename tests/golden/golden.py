@@ -32,24 +32,17 @@ from typing import Any
 import pyarrow as pa
 import yaml
 
+from widehouse.source.schema import arrow_schema
+
 GOLDEN_DIR = Path(__file__).resolve().parent
 EVENTS_FILE = GOLDEN_DIR / "events.yaml"
 EXPECTED_FILE = GOLDEN_DIR / "expected.yaml"
 
 DAY_MS = 86_400_000
 TIMESTAMP = pa.timestamp("us", tz="UTC")
-# the Pulsar source's columns the transform reads (plus the key and producer event time, as the source
-# emits them; see widehouse's source schema)
-SOURCE_SCHEMA = pa.schema(
-    [
-        pa.field("value", pa.binary()),
-        pa.field("__topic", pa.string()),
-        pa.field("__key", pa.string()),
-        pa.field("__messageId", pa.string()),
-        pa.field("__publishTime", TIMESTAMP),
-        pa.field("__eventTime", TIMESTAMP),
-    ]
-)
+# the Pulsar source's columns as the source emits them, without __properties (the transform never
+# reads them): the input's shape, not an expected value
+SOURCE_SCHEMA = arrow_schema().remove(arrow_schema().get_field_index("__properties"))
 _ISO_MS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 
 RowKey = tuple[str, Any, str]
@@ -193,15 +186,22 @@ def to_batch(messages: Iterable[Message]) -> pa.RecordBatch:
 
 # ---------------------------------------------------------------------------------------- expected
 @dataclass(frozen=True)
-class Expected:
+class Outcome:
+    """What the stream writes for the golden input: what it must write (:data:`Expected`) or what it
+    wrote (:data:`Actual`), compared field by field."""
+
     rows: dict[RowKey, dict[str, Any]]
-    """Listed column values only (see :func:`complete_rows`)."""
+    """Expected: listed column values only (see :func:`complete_rows`); actual: every column."""
     quarantine: dict[str, str]
     """message id -> reason"""
     late: dict[str, dict[str, str]]
     """message id -> {topic, key, event_time}"""
     topics: dict[str, dict[str, int]]
     """topic -> {rows_in, valid, bad, late}"""
+
+
+Expected = Outcome
+Actual = Outcome
 
 
 def load_expected(path: Path = EXPECTED_FILE, shift_days: int = 0) -> Expected:
@@ -243,14 +243,6 @@ def complete_rows(catalog: Any, rows: dict[RowKey, dict[str, Any]]) -> dict[RowK
 
 
 # ------------------------------------------------------------------------------------------ actual
-@dataclass(frozen=True)
-class Actual:
-    rows: dict[RowKey, dict[str, Any]]
-    quarantine: dict[str, str]
-    late: dict[str, dict[str, str]]
-    topics: dict[str, dict[str, int]]
-
-
 def _plain(value: Any) -> Any:
     """A merged column value as expected.yaml writes it: pairs unwrapped, times as ISO text."""
     if isinstance(value, dict):  # first / last: struct<ts, v>

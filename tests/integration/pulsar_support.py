@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from widehouse.errors import PulsarError
@@ -97,3 +104,29 @@ def read_all(settings: PulsarSettings, topic: str, timeout_ms: int = 5000) -> li
     finally:
         client.close()
     return messages
+
+
+@contextmanager
+def app_held_at_marker(script: str, args: list[str], marker: Path, state_dir: Path) -> Iterator[None]:
+    """Run a crash test's app (``python <script> app *args``: the test file is its entry point) in
+    its own process group until it writes ``marker`` (it then holds a batch open); on leaving the
+    block SIGKILL the whole group (the driver and its JVM) mid-batch."""
+    env = {**os.environ, "WIDEHOUSE_STATE_DIR": str(state_dir), "PYSPARK_PYTHON": sys.executable}
+    proc = subprocess.Popen(
+        [sys.executable, script, "app", *args],
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while not marker.exists():
+            if proc.poll() is not None:
+                raise AssertionError(f"the app ended early: {proc.stderr.read().decode()[-3000:]}")  # type: ignore[union-attr]
+            assert time.monotonic() < deadline, "the app never reached the batch to kill"
+            time.sleep(0.2)
+        yield
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)

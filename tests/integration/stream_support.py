@@ -12,7 +12,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterable
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.integration.pulsar_support import send_exact
+from tests.support import json_of_python
 from widehouse.catalog import Catalog, load_catalog
 from widehouse.generator.manifest import Manifest, diff_rows
 from widehouse.generator.options import GenerateOptions
@@ -173,17 +173,7 @@ class Deployment:
             "rows = [{k: ms(v) for k, v in r.items()} for r in c.query(sys.stdin.read()).named_results()]\n"
             "print(json.dumps(rows))\n"
         )
-        out = subprocess.run(
-            [sys.executable, "-c", code],
-            input=sql,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        assert out.returncode == 0, out.stderr[-3000:]
-        return list(json.loads(out.stdout.strip().splitlines()[-1]))
+        return list(json_of_python(["-c", code], self.env, stdin=sql))
 
     def clickhouse_rows(self, table: str) -> dict[tuple[Any, int], dict[str, Any]]:
         wide = self.catalog.table(table)

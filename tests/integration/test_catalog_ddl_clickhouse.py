@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from tests.support import copy_catalog
 from widehouse import clickhouse
 from widehouse.catalog import Catalog, load_catalog
 from widehouse.clickhouse import ddl
@@ -167,8 +167,7 @@ def test_daily_merge_spans_hours_and_the_analyst_view_joins_final_and_live(db: t
 
 
 def test_a_new_catalog_column_is_added_in_place(settings: Settings, tmp_path: Path) -> None:
-    shutil.copytree(ROOT / "schemas", tmp_path / "schemas")
-    shutil.copytree(ROOT / "sql", tmp_path / "sql")
+    copy_catalog(tmp_path)
     client = clickhouse.connect(settings.clickhouse)
     name = f"wh_it_{uuid.uuid4().hex[:8]}"
     try:

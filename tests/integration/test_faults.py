@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from bench import _fault_scenarios as scenarios
 from widehouse.settings import Settings
+from widehouse.testing import fault_scenarios as scenarios
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 

@@ -21,7 +21,6 @@ The fixture's unknown topic is left out too: the job reads only the catalog's to
 
 from __future__ import annotations
 
-import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -40,6 +39,7 @@ from tests.golden.golden import (
     to_ms,
 )
 from tests.integration.stream_support import Deployment
+from tests.support import copy_catalog
 from widehouse.catalog import Catalog
 from widehouse.contracts.tables import LATE, PROGRESS, QUARANTINE
 from widehouse.generator.manifest import normalize
@@ -48,7 +48,6 @@ from widehouse.stream.tables import delta_side
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow, pytest.mark.e2e]
 
-ROOT = Path(__file__).parents[2]
 LATENESS = "3d"
 """The deployment's lateness: more than the oldest published event's age (under 28 h) when published."""
 
@@ -170,9 +169,7 @@ def check_golden_stream(deployment: Deployment, spark: Any) -> None:
 # ------------------------------------------------------------------------------------------ helpers
 def _deployment(root: Path, extra_env: dict[str, str] | None = None) -> Deployment:
     """A deployment over a copy of schemas/ whose lateness is :data:`LATENESS`."""
-    schemas = root / "schemas"
-    shutil.copytree(ROOT / "schemas", schemas)
-    shutil.copytree(ROOT / "sql", root / "sql")  # the catalog's offline SQL lives beside it
+    schemas = copy_catalog(root)
     catalog_file = schemas / "catalog.yaml"
     doc = yaml.safe_load(catalog_file.read_text(encoding="utf-8"))
     doc["event_time"]["lateness"] = LATENESS

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -77,7 +75,7 @@ def run_app(spark: Any, source: dict[str, str], ns: str, checkpoint: str, marker
 def test_kill_mid_batch_and_restart_writes_every_row_once(
     spark: Any, services: Settings, ns: str, tmp_path: Path
 ) -> None:
-    from tests.integration.pulsar_support import publish, read_all  # this file is also a script
+    from tests.integration.pulsar_support import app_held_at_marker, publish, read_all  # also a script
     from widehouse.pulsar.dedup import enable_deduplication
     from widehouse.source import source_options
 
@@ -98,27 +96,14 @@ def test_kill_mid_batch_and_restart_writes_every_row_once(
             minTasks=2,
         )
         checkpoint, marker = tmp_path / "checkpoint", tmp_path / "held.json"
-        env = {**os.environ, "WIDEHOUSE_STATE_DIR": str(tmp_path / "state"), "PYSPARK_PYTHON": sys.executable}
-        args = [sys.executable, __file__, "app", json.dumps(options), ns, str(checkpoint), str(marker)]
-        proc = subprocess.Popen(
-            args, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-        )
-        try:
-            deadline = time.monotonic() + 240
-            while not marker.exists():
-                if proc.poll() is not None:
-                    raise AssertionError(f"the app ended early: {proc.stderr.read().decode()[-3000:]}")  # type: ignore[union-attr]
-                assert time.monotonic() < deadline, "the app never reached the batch to kill"
-                time.sleep(0.2)
+        args = [json.dumps(options), ns, str(checkpoint), str(marker)]
+        with app_held_at_marker(__file__, args, marker, tmp_path / "state"):
             # wait until partition 0's part of the held batch is in Pulsar (batch 0 wrote PER_BATCH)
             deadline = time.monotonic() + 60
             while len(read_all(services.pulsar, even) + read_all(services.pulsar, odd)) <= PER_BATCH:
                 assert time.monotonic() < deadline, "the held batch sent nothing"
                 time.sleep(0.5)
             time.sleep(1.0)  # and that task's last sends
-        finally:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(30)
         assert (checkpoint / "offsets" / str(KILL_BATCH)).exists()
         assert not (checkpoint / "commits" / str(KILL_BATCH)).exists()
         before = len(read_all(services.pulsar, even) + read_all(services.pulsar, odd))
@@ -138,15 +123,9 @@ def test_kill_mid_batch_and_restart_writes_every_row_once(
 
 
 if __name__ == "__main__" and len(sys.argv) == 6 and sys.argv[1] == "app":
-    from widehouse.settings import load_settings
-    from widehouse.spark.session import build_session
+    from widehouse.testing.spark import small_session
 
-    session = build_session(
-        load_settings(),
-        "pulsar-sink-crash-test",
-        {
-            "spark.master": "local[2]",
-            "spark.sql.shuffle.partitions": "2",
-        },
+    ns, checkpoint, marker = sys.argv[3:]
+    run_app(
+        small_session("pulsar-sink-crash-test"), json.loads(sys.argv[2]), ns, checkpoint, marker, hold_s=600
     )
-    run_app(session, json.loads(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], hold_s=600)

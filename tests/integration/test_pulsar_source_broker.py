@@ -123,24 +123,19 @@ def test_discovery_by_list_pattern_and_partition(services: Settings, ns: str, cl
             view.close()
 
 
+def namespace_controller(services: Settings, ns: str, app: str, **options: str) -> StreamController:
+    """The source's controller over every topic of ``ns``, from the earliest message, as ``app``."""
+    everything = {"topicsPattern": ".*", "namespaces": ns, "appId": app, "startingOffsets": "earliest"}
+    return StreamController(parse_options({**everything, **options}, services.pulsar))
+
+
 def test_admission_per_trigger_floor_and_exactly_once(services: Settings, ns: str, client: Any) -> None:
     with PulsarAdmin(services.pulsar) as admin:
         admin.ensure_partitions(f"persistent://{ns}/big", 3)
     sent = publish(client, f"persistent://{ns}/big", 900, batch=10)
     sent += publish(client, f"persistent://{ns}/mid", 150)
     sent += publish(client, f"persistent://{ns}/tiny", 5)
-    options = parse_options(
-        {
-            "topicsPattern": ".*",
-            "namespaces": ns,
-            "appId": "adm",
-            "startingOffsets": "earliest",
-            "minMessagesPerTopic": "20",
-            "messagesPerTask": "100",
-        },
-        services.pulsar,
-    )
-    controller = StreamController(options)
+    controller = namespace_controller(services, ns, "adm", minMessagesPerTopic="20", messagesPerTask="100")
     try:
         got: list[str] = []
         batches = list(run_batches(controller, budget=200))
@@ -342,17 +337,7 @@ def test_a_reader_without_metadata_reads_the_same_messages_and_leaves_the_metada
         admin.ensure_partitions(f"persistent://{ns}/lean", 2)
     sent = publish(client, f"persistent://{ns}/lean", 120, batch=7)
     sent += publish(client, f"persistent://{ns}/plain", 30)
-    options = parse_options(
-        {
-            "topicsPattern": ".*",
-            "namespaces": ns,
-            "startingOffsets": "earliest",
-            "messagesPerTask": "50",
-            "appId": "lean",
-        },
-        services.pulsar,
-    )
-    controller = StreamController(options)
+    controller = namespace_controller(services, ns, "lean", messagesPerTask="50")
     try:
         start = controller.initial_offset()
         end = controller.latest_offset(start, None)

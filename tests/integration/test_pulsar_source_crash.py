@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -62,7 +60,7 @@ def run_app(
 def test_kill_mid_batch_and_restart_loses_and_doubles_nothing(
     spark: Any, services: Settings, ns: str, tmp_path: Path
 ) -> None:
-    from tests.integration.pulsar_support import publish  # not at the top: this file is also a script
+    from tests.integration.pulsar_support import app_held_at_marker, publish  # this file is also a script
     from widehouse.source import source_options
 
     orders, clicks = f"persistent://{ns}/orders", f"persistent://{ns}/clicks"
@@ -79,23 +77,10 @@ def test_kill_mid_batch_and_restart_loses_and_doubles_nothing(
             maxMessagesPerTrigger=300,
         )
         checkpoint, out = tmp_path / "checkpoint", tmp_path / "out"
-        env = {**os.environ, "WIDEHOUSE_STATE_DIR": str(tmp_path / "state"), "PYSPARK_PYTHON": sys.executable}
-        args = [sys.executable, __file__, "app", json.dumps(options), str(checkpoint), str(out)]
-        proc = subprocess.Popen(
-            args, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-        )
         marker = tmp_path / f"written-{KILL_BATCH}.json"
-        try:
-            deadline = time.monotonic() + 240
-            while not marker.exists():
-                if proc.poll() is not None:
-                    raise AssertionError(f"the app ended early: {proc.stderr.read().decode()[-3000:]}")  # type: ignore[union-attr]
-                assert time.monotonic() < deadline, "the app never reached the batch to kill"
-                time.sleep(0.2)
+        args = [json.dumps(options), str(checkpoint), str(out)]
+        with app_held_at_marker(__file__, args, marker, tmp_path / "state"):
             time.sleep(0.5)
-        finally:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(30)
         # killed mid-batch: the batch's offsets are logged, its commit is not
         assert (checkpoint / "offsets" / str(KILL_BATCH)).exists()
         assert not (checkpoint / "commits" / str(KILL_BATCH)).exists()
@@ -126,12 +111,7 @@ def test_kill_mid_batch_and_restart_loses_and_doubles_nothing(
 
 
 if __name__ == "__main__" and len(sys.argv) == 5 and sys.argv[1] == "app":
-    from widehouse.settings import load_settings
-    from widehouse.spark.session import build_session
+    from widehouse.testing.spark import small_session
 
-    session = build_session(
-        load_settings(),
-        "pulsar-crash-test",
-        {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "2"},
-    )
-    run_app(session, json.loads(sys.argv[2]), sys.argv[3], sys.argv[4], hold_batch=KILL_BATCH, hold_s=600)
+    options, checkpoint, out = json.loads(sys.argv[2]), sys.argv[3], sys.argv[4]
+    run_app(small_session("pulsar-crash-test"), options, checkpoint, out, hold_batch=KILL_BATCH, hold_s=600)

@@ -8,7 +8,6 @@ same checkpoint completes and both sinks equal the generator's manifest.
 
 from __future__ import annotations
 
-import shutil
 import signal
 from pathlib import Path
 from typing import Any
@@ -17,21 +16,18 @@ import pytest
 import yaml
 
 from tests.integration.stream_support import Deployment, expected
+from tests.support import copy_catalog
 from widehouse.catalog import load_catalog
 from widehouse.settings import Settings
 from widehouse.stream.replay_guard import group_fingerprint
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 
-ROOT = Path(__file__).parents[2]
-
 
 def test_a_catalog_change_before_a_replay_is_refused_then_the_restored_catalog_completes(
     services: Settings, spark: Any, tmp_path: Path
 ) -> None:
-    schemas = tmp_path / "schemas"
-    shutil.copytree(ROOT / "schemas", schemas)
-    shutil.copytree(ROOT / "sql", tmp_path / "sql")  # the catalog's offline SQL lives beside it
+    schemas = copy_catalog(tmp_path)
     deployment = Deployment(
         tmp_path,
         schemas_dir=schemas,

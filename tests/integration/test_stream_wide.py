@@ -7,7 +7,6 @@ generator's manifest, for every key and hour (and day).
 
 from __future__ import annotations
 
-import shutil
 import signal
 import time
 from pathlib import Path
@@ -17,12 +16,11 @@ import pytest
 import yaml
 
 from tests.integration.stream_support import Deployment, expected
+from tests.support import copy_catalog
 from widehouse.generator.manifest import diff_rows
 from widehouse.settings import Settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow, pytest.mark.e2e]
-
-ROOT = Path(__file__).parents[2]
 
 
 def test_manifest_equals_clickhouse_equals_delta(services: Settings, spark: Any, tmp_path: Path) -> None:
@@ -135,9 +133,7 @@ def test_sigterm_stops_cleanly_and_the_next_run_completes(
 def test_a_new_optional_field_becomes_a_new_column_after_restart(
     services: Settings, spark: Any, tmp_path: Path
 ) -> None:
-    schemas = tmp_path / "schemas"
-    shutil.copytree(ROOT / "schemas", schemas)
-    shutil.copytree(ROOT / "sql", tmp_path / "sql")  # the catalog's offline SQL lives beside it
+    schemas = copy_catalog(tmp_path)
     deployment = Deployment(tmp_path, schemas_dir=schemas)
     login = "login"
     first = deployment.publish(1500, seed=14, topics=f".*/{login}$")

@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 
 from widehouse.catalog.eventtime import parse_duration_ms as catalog_duration_ms
-from widehouse.commands.plan_cmd import _bytes as cli_bytes
+from widehouse.commands.plan_cmd import _knob
 from widehouse.commands.plan_cmd import _positive_int as cli_positive_int
-from widehouse.commands.plan_cmd import _rate as cli_rate
 from widehouse.commands.pulsar_cmd import parse_duration as cli_duration_s
 from widehouse.contracts import values
 from widehouse.errors import ConfigError
@@ -23,6 +22,8 @@ from widehouse.settings import PulsarSettings, load_settings
 from widehouse.source.options import parse_options
 from widehouse.source.sink_options import parse_sink_options
 
+cli_rate = _knob("slot_capacity")
+cli_bytes = _knob("message_cost")
 PULSAR = PulsarSettings("pulsar://broker:6650", "http://broker:8080", None)
 A = "persistent://t/ns/a"
 
@@ -169,6 +170,38 @@ def test_byte_sizes_agree_with_the_cli(text: str, number: float) -> None:
     assert values.parse_bytes(text) == number
     assert cli_rate(text) == number
     assert cli_bytes(text) == number
+
+
+@pytest.mark.parametrize(
+    ("flag", "field", "text", "expected"),
+    [
+        ("--slot-capacity", "slot_capacity", "20M", 20e6),
+        ("--slot-capacity", "slot_capacity", "20MB/s", 20e6),
+        ("--partition-capacity", "partition_capacity", "1.5k", 1500.0),
+        ("--message-cost", "message_cost", "1k", 1000.0),
+        ("--target-fill", "target_fill", "0.75", 0.75),
+        ("--imbalance", "imbalance", "0", 0.0),
+        ("--max-partitions", "max_partitions", "12", 12),
+    ],
+)
+def test_a_planner_flag_and_its_variable_read_the_same_forms(
+    tmp_path: Path, flag: str, field: str, text: str, expected: float
+) -> None:
+    variable = "WIDEHOUSE_PLAN_" + flag.removeprefix("--").replace("-", "_").upper()
+    settings = load_settings({"WIDEHOUSE_STATE_DIR": str(tmp_path), variable: text})
+    assert getattr(settings.planner, field) == expected
+    assert _knob(field)(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("field", "text"), [("slot_capacity", "0"), ("target_fill", "1.5"), ("max_partitions", "0")]
+)
+def test_a_planner_flag_and_its_variable_refuse_the_same_texts(tmp_path: Path, field: str, text: str) -> None:
+    variable = "WIDEHOUSE_PLAN_" + field.upper()
+    with pytest.raises(ConfigError, match=rf"^{variable}='{text}' is invalid"):
+        load_settings({"WIDEHOUSE_STATE_DIR": str(tmp_path), variable: text})
+    with pytest.raises(argparse.ArgumentTypeError, match=rf"^'{text}' "):
+        _knob(field)(text)
 
 
 def test_bad_byte_sizes_keep_the_cli_wording() -> None:

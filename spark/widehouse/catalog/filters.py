@@ -454,35 +454,24 @@ _PY_OPS: dict[str, Callable[[Any, Any], bool]] = {
 }
 
 
-def _compile(expr: Expr) -> Callable[[Mapping[str, Any]], Tri]:  # noqa: PLR0911 - one branch per node kind
-    if isinstance(expr, And):
+def _compile(expr: Expr) -> Callable[[Mapping[str, Any]], Tri]:
+    if isinstance(expr, And | Or):
+        # three-valued AND / OR: the first operand equal to `decisive` (False for AND, True for OR)
+        # decides; otherwise any unknown operand makes the result unknown
         parts = [_compile(i) for i in expr.items]
+        decisive = isinstance(expr, Or)
 
-        def and_(row: Mapping[str, Any]) -> Tri:
-            result: Tri = True
+        def junction(row: Mapping[str, Any]) -> Tri:
+            result: Tri = not decisive
             for part in parts:
                 value = part(row)
-                if value is False:
-                    return False
+                if value is decisive:
+                    return decisive
                 if value is None:
                     result = None
             return result
 
-        return and_
-    if isinstance(expr, Or):
-        parts = [_compile(i) for i in expr.items]
-
-        def or_(row: Mapping[str, Any]) -> Tri:
-            result: Tri = False
-            for part in parts:
-                value = part(row)
-                if value is True:
-                    return True
-                if value is None:
-                    result = None
-            return result
-
-        return or_
+        return junction
     if isinstance(expr, Not):
         inner = _compile(expr.item)
 

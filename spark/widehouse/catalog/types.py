@@ -11,6 +11,7 @@ Identifiers that reach SQL are checked by :func:`check_identifier`.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from widehouse.contracts.types import KIND_TYPES, SPARK_PAYLOAD_TYPES
@@ -49,24 +50,23 @@ class FieldType:
     def is_scalar(self) -> bool:
         return self.kind in SCALARS
 
+    def _container(self, spell: Callable[[FieldType], str]) -> str | None:
+        """``array<E>`` or ``map<string,E>`` with the element spelled by ``spell`` (the catalog and
+        Spark write containers alike); None for a scalar or an object."""
+        if self.kind not in ("array", "map"):
+            return None
+        assert self.element is not None
+        return f"{'array<' if self.kind == 'array' else 'map<string,'}{spell(self.element)}>"
+
     def describe(self) -> str:
         """The catalog spelling: ``long``, ``array<string>``, ``map<string,object>``, ``object``."""
-        if self.kind == "array":
-            assert self.element is not None
-            return f"array<{self.element.describe()}>"
-        if self.kind == "map":
-            assert self.element is not None
-            return f"map<string,{self.element.describe()}>"
-        return self.kind
+        return self._container(FieldType.describe) or self.kind
 
     def spark_ddl(self) -> str:
         """Spark SQL DDL of this type as it appears in a JSON payload (for ``from_json``)."""
-        if self.kind == "array":
-            assert self.element is not None
-            return f"array<{self.element.spark_ddl()}>"
-        if self.kind == "map":
-            assert self.element is not None
-            return f"map<string,{self.element.spark_ddl()}>"
+        container = self._container(FieldType.spark_ddl)
+        if container is not None:
+            return container
         if self.kind == "object":
             return "struct<" + ",".join(f"`{f.name}`:{f.type.spark_ddl()}" for f in self.fields) + ">"
         return SPARK_PAYLOAD_TYPES[self.kind]

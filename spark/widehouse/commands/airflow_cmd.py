@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from widehouse import private
+from widehouse.commands.command import add_command
 from widehouse.commands.services_cmd import ensure_local_secrets
 from widehouse.commands.table import render
 from widehouse.errors import ConfigError
@@ -15,8 +16,10 @@ from widehouse.settings import Settings
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "airflow",
+        run,
         help="run Airflow 3 (API server, scheduler, DAG processor, triggerer) on loopback with dags/",
         description="Start, stop and inspect the local Airflow. Metadata (SQLite), logs and pid files "
         "live under <state>/airflow.",
@@ -29,7 +32,6 @@ def register(subparsers: Any) -> None:
         "is busy",
     )
     parser.add_argument("backfill_args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
-    parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:

@@ -11,27 +11,31 @@ from widehouse.catalog.loader import load_catalog
 from widehouse.catalog.model import Catalog, Topic, WideTable
 from widehouse.catalog.schema import final_columns, hbase_columns, partial_columns
 from widehouse.clickhouse import ddl
+from widehouse.commands.command import add_command
 from widehouse.commands.table import render
 from widehouse.errors import CatalogError
 from widehouse.settings import Settings
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "catalog", help="validate the catalog, generate DDL, inspect topics and tables"
+    parser = add_command(
+        subparsers, "catalog", None, help="validate the catalog, generate DDL, inspect topics and tables"
     )
     commands = parser.add_subparsers(dest="catalog_command", metavar="ACTION", required=True)
 
-    check = commands.add_parser("check", help="load and validate every topic and wide table; print a summary")
+    check = add_command(
+        commands, "check", run_check, help="load and validate every topic and wide table; print a summary"
+    )
     _catalog_options(check)
     check.add_argument(
         "--against-pulsar",
         action="store_true",
         help="also compare every topic's fields with Pulsar's schema registry; exit 1 on differences",
     )
-    check.set_defaults(func=run_check)
 
-    gen = commands.add_parser("ddl", help="write the ClickHouse DDL of every wide table (sql/clickhouse/)")
+    gen = add_command(
+        commands, "ddl", run_ddl, help="write the ClickHouse DDL of every wide table (sql/clickhouse/)"
+    )
     _catalog_options(gen)
     gen.add_argument("--database", help="ClickHouse database in the statements (default: the configured one)")
     gen.add_argument(
@@ -45,12 +49,12 @@ def register(subparsers: Any) -> None:
     gen.add_argument(
         "--apply", action="store_true", help="also create / evolve the tables in the configured ClickHouse"
     )
-    gen.set_defaults(func=run_ddl)
 
-    show = commands.add_parser("show", help="show one topic (full name) or wide table: schema and mappings")
+    show = add_command(
+        commands, "show", run_show, help="show one topic (full name) or wide table: schema and mappings"
+    )
     _catalog_options(show)
     show.add_argument("name", help="persistent://tenant/namespace/topic, or a wide table name")
-    show.set_defaults(func=run_show)
 
 
 def _catalog_options(parser: argparse.ArgumentParser) -> None:

@@ -6,12 +6,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from widehouse.commands.command import add_command
 from widehouse.commands.table import render
 from widehouse.settings import VARIABLES, Settings, describe
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("config", help="show the effective settings")
+    parser = add_command(subparsers, "config", run, help="show the effective settings")
     parser.add_argument(
         "--variables", action="store_true", help="list every WIDEHOUSE_* variable with its default"
     )
@@ -23,7 +24,6 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="show passwords, tokens and DSN credentials (the generated local passwords too) unmasked",
     )
-    parser.set_defaults(func=run)
 
 
 def variables_markdown() -> str:

@@ -7,14 +7,17 @@ from pathlib import Path
 from typing import Any
 
 from widehouse import private
+from widehouse.commands.command import add_command
 from widehouse.commands.services_cmd import ensure_local_secrets
 from widehouse.commands.table import render
 from widehouse.settings import Settings
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "demo",
+        run,
         help="run the whole pipeline locally: services, plan, generator, streams, analyst queries",
         description="Bring the local services up, plan slot groups, publish realistic traffic while the "
         "streaming queries run, then query ClickHouse and Delta and check them against the manifest. "
@@ -28,7 +31,6 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--result", type=Path, help="also write the demo's checks, tables and figures to this JSON file"
     )
-    parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:

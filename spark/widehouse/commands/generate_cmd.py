@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from widehouse.commands.command import add_command
 from widehouse.commands.table import render
 from widehouse.commands.ticker import Ticker, rate_text
 from widehouse.contracts.identity import OFFLINE_DATABASE
@@ -19,8 +20,10 @@ from widehouse.settings import Settings
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "generate",
+        run,
         help="publish realistic, labelled events for the catalog's topics and write a manifest",
         description="Publish realistic JSON events (with labelled bad and late input) to the catalog's "
         "Pulsar topics and write a manifest of what was sent and which wide rows must result.",
@@ -82,12 +85,13 @@ def register(subparsers: Any) -> None:
     where.add_argument(
         "--pregenerate", action="store_true", help="serialize everything before sending (fastest)"
     )
-    parser.set_defaults(func=run)
 
 
 def register_offline(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "generate-offline",
+        run_offline,
         help="build the offline Hive tables (payments, profile, social graph) for the generated users",
     )
     parser.add_argument("--manifest", type=Path, help="take users, seed and days from a generate manifest")
@@ -99,7 +103,6 @@ def register_offline(subparsers: Any) -> None:
     parser.add_argument(
         "--aggregate", action="store_true", help="also run the daily offline SQL and print a sample"
     )
-    parser.set_defaults(func=run_offline)
 
 
 def parse_base_time(value: str | None) -> int | None:

@@ -15,6 +15,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from widehouse.commands.command import add_command
 from widehouse.commands.table import render
 from widehouse.contracts import values
 from widehouse.errors import ConfigError
@@ -26,28 +27,7 @@ from widehouse.planner import (
     summarize,
 )
 from widehouse.planner.replan import LiveSelection, gather_traffic, replan
-from widehouse.settings import Settings
-
-
-@values.for_argparse
-def _rate(text: str) -> float:
-    value = values.parse_bytes(text, problem="is not a rate; use bytes/s such as 20000000, 20M or 20MB")
-    if value <= 0:
-        raise values.ValueTextError(text, "must be > 0")
-    return value
-
-
-@values.for_argparse
-def _bytes(text: str) -> float:
-    return values.parse_bytes(text)
-
-
-@values.for_argparse
-def _fraction(text: str) -> float:
-    value = values.parse_float(text)
-    if not 0 < value <= 1:
-        raise values.ValueTextError(text, "must be in (0, 1]")
-    return value
+from widehouse.settings import VARIABLES, Settings
 
 
 @values.for_argparse
@@ -60,32 +40,42 @@ def _positive_int(text: str) -> int:
     return values.parse_int(text, minimum=1)
 
 
-# flag, PlannerSettings field, parser, help
-_KNOBS: tuple[tuple[str, str, Callable[[str], Any], str], ...] = (
-    ("--slot-capacity", "slot_capacity", _rate, "load one core carries, bytes/s (20M, 20MB, 20000000)"),
-    ("--message-cost", "message_cost", _bytes, "bytes charged per message on top of its size"),
-    ("--target-fill", "target_fill", _fraction, "share of a core's capacity groups are planned to"),
-    ("--isolation", "isolation", _fraction, "share of a core above which a topic gets its own group"),
-    ("--partition-capacity", "partition_capacity", _rate, "load one Pulsar partition carries, bytes/s"),
-    ("--max-partitions", "max_partitions", _positive_int, "most partitions planned for a topic"),
-    ("--max-group-topics", "max_group_topics", _positive_int, "most topics in a packed group"),
-    ("--imbalance", "imbalance", _non_negative, "drift tolerated before a replan moves topics"),
-    ("--smoothing", "smoothing", _positive_int, "live stats: median of the last N observations"),
+def _knob(field: str) -> Callable[[str], Any]:
+    """The argparse type of the planner knob ``field``: the parser of its ``WIDEHOUSE_PLAN_*``
+    variable, so that the flag and the variable read the same texts (``20M`` in both)."""
+    parse = next(v.parse for v in VARIABLES if v.target == f"planner.{field}")
+
+    def knob(text: str) -> Any:
+        try:
+            return parse(text)
+        except values.ValueTextError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        except ValueError as exc:  # the settings' own checks say what is wrong, not with what
+            raise argparse.ArgumentTypeError(f"{text!r} {exc}") from None
+
+    knob.__name__ = field
+    return knob
+
+
+# PlannerSettings field (the flag is --field-name), metavar, help
+_KNOBS: tuple[tuple[str, str, str], ...] = (
+    ("slot_capacity", "BYTES_PER_SEC", "load one core carries, bytes/s (20M, 20MB, 20000000)"),
+    ("message_cost", "BYTES", "bytes charged per message on top of its size"),
+    ("target_fill", "FRACTION", "share of a core's capacity groups are planned to"),
+    ("isolation", "FRACTION", "share of a core above which a topic gets its own group"),
+    ("partition_capacity", "BYTES_PER_SEC", "load one Pulsar partition carries, bytes/s"),
+    ("max_partitions", "N", "most partitions planned for a topic"),
+    ("max_group_topics", "N", "most topics in a packed group"),
+    ("imbalance", "FRACTION", "drift tolerated before a replan moves topics"),
+    ("smoothing", "N", "live stats: median of the last N observations"),
 )
 
 
-_METAVARS: dict[Callable[[str], Any], str] = {
-    _rate: "BYTES_PER_SEC",
-    _bytes: "BYTES",
-    _fraction: "FRACTION",
-    _non_negative: "FRACTION",
-    _positive_int: "N",
-}
-
-
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "plan",
+        run,
         help="plan slot groups and partitions from traffic (CSV or live Pulsar stats)",
         description="Group topics into slot groups by traffic and size their partitions. Traffic comes "
         "from --traffic FILE.csv (header topic,msg_rate,byte_rate) or, without it, from live Pulsar "
@@ -103,8 +93,9 @@ def register(subparsers: Any) -> None:
         "--apply", action="store_true", help="create or grow topic partitions in Pulsar to the planned counts"
     )
     knobs = parser.add_argument_group("planner settings (default: WIDEHOUSE_PLAN_* variables)")
-    for flag, field, parse, text in _KNOBS:
-        knobs.add_argument(flag, dest=field, type=parse, metavar=_METAVARS[parse], help=text)
+    for field, metavar, text in _KNOBS:
+        flag = "--" + field.replace("_", "-")
+        knobs.add_argument(flag, dest=field, type=_knob(field), metavar=metavar, help=text)
     live = parser.add_argument_group("live traffic (without --traffic)")
     live.add_argument(
         "--namespace", action="append", default=[], metavar="TENANT/NS", help="namespace to plan (repeatable)"
@@ -126,12 +117,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--show", type=_positive_int, default=20, metavar="N", help="groups shown in the table (default 20)"
     )
-    parser.set_defaults(func=run)
 
 
 def planner_settings(args: argparse.Namespace, settings: Settings) -> PlannerSettings:
     """The environment's planner settings with the flags given on the command line applied."""
-    overrides = {f: getattr(args, f) for _, f, _, _ in _KNOBS if getattr(args, f, None) is not None}
+    overrides = {f: getattr(args, f) for f, _, _ in _KNOBS if getattr(args, f, None) is not None}
     try:
         return dataclasses.replace(settings.planner, **overrides)
     except ConfigError as exc:

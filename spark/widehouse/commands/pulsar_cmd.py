@@ -19,6 +19,7 @@ import argparse
 import time
 from typing import Any
 
+from widehouse.commands.command import add_command
 from widehouse.commands.table import render
 from widehouse.contracts import values
 from widehouse.contracts.identity import SUBSCRIPTION_PREFIX
@@ -36,14 +37,18 @@ def parse_duration(text: str) -> float:
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "pulsar",
+        None,
         help="durable subscriptions of the streaming apps: cleanup, lag",
         description="Inspect and clean the durable subscriptions the Pulsar source keeps per app.",
     )
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    clean = actions.add_parser(
+    clean = add_command(
+        actions,
         "cleanup",
+        run_cleanup,
         help="remove subscriptions of apps that no longer exist",
         description="Remove Widehouse subscriptions with no consumer attached and no heartbeat for "
         "longer than --ttl, and those of --retire'd apps.",
@@ -54,13 +59,13 @@ def register(subparsers: Any) -> None:
     )
     clean.add_argument("--retire", action="append", default=[], metavar="APP", help="remove this app's")
     clean.add_argument("--dry-run", action="store_true", help="show the verdicts, remove nothing")
-    clean.set_defaults(func=run_cleanup)
-    lag = actions.add_parser("lag", help="backlog of each app's subscriptions per topic")
+    lag = add_command(actions, "lag", run_lag, help="backlog of each app's subscriptions per topic")
     _common(lag)
     lag.add_argument("--app", action="append", default=[], help="only these apps")
-    lag.set_defaults(func=run_lag)
-    dedup = actions.add_parser(
+    dedup = add_command(
+        actions,
         "dedup",
+        run_dedup,
         help="is deduplication (the sink's exactly-once) on for these topics / namespaces",
         description="Show, and optionally set, broker-side deduplication per namespace or topic.",
     )
@@ -68,7 +73,6 @@ def register(subparsers: Any) -> None:
     switch = dedup.add_mutually_exclusive_group()
     switch.add_argument("--enable", action="store_true", help="enable it on the namespaces first")
     switch.add_argument("--disable", action="store_true", help="disable it on the namespaces first")
-    dedup.set_defaults(func=run_dedup)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:

@@ -5,17 +5,20 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from widehouse.commands.command import add_command
 from widehouse.commands.table import render
 from widehouse.settings import Settings
 from widehouse.smoke import run_checks
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "smoke", help="round-trip real data through Pulsar, HBase, ClickHouse, Delta and Hive"
+    parser = add_command(
+        subparsers,
+        "smoke",
+        run,
+        help="round-trip real data through Pulsar, HBase, ClickHouse, Delta and Hive",
     )
     parser.add_argument("--no-spark", action="store_true", help="skip the Delta + Hive check")
-    parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:

@@ -11,15 +11,17 @@ import sys
 from typing import Any
 
 from widehouse import clickhouse
+from widehouse.commands.command import add_command
 from widehouse.commands.table import render
 from widehouse.settings import Settings
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("sql", help="run ClickHouse SQL (embedded or server) and print the result")
+    parser = add_command(
+        subparsers, "sql", run, help="run ClickHouse SQL (embedded or server) and print the result"
+    )
     parser.add_argument("query", nargs="?", help="the SQL; read from stdin when omitted")
     parser.add_argument("--limit", type=int, default=200, help="print at most this many rows (default 200)")
-    parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:

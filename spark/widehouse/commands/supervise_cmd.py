@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from widehouse.commands.command import add_command
 from widehouse.errors import ConfigError
 from widehouse.orchestration.runner import run_widehouse
 from widehouse.orchestration.supervisor import describe, from_settings
@@ -13,14 +14,15 @@ from widehouse.settings import Settings
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "supervise",
+        run,
         help="one streams-supervisor cycle: one app per slot group of <state>/plan.json, restarts",
         description="Make the running streaming apps match the plan once (what the widehouse_streams DAG "
         "does every few minutes). Exit code 1 when a group keeps failing and is no longer restarted.",
     )
     parser.add_argument("--reset", metavar="GROUP", help="forget GROUP's failures, then run the cycle")
-    parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:

@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 T = TypeVar("T")
+N = TypeVar("N", int, float)
 
 TRUE_WORDS = frozenset({"true", "1", "yes", "on"})
 """The words read as true (compared lowercased)."""
@@ -74,37 +75,39 @@ def parse_int(
     text: str, name: str | None = None, minimum: int | None = None, maximum: int | None = None
 ) -> int:
     """A decimal integer within ``[minimum, maximum]`` (either bound optional)."""
-    try:
-        number = int(text)
-    except ValueError:
-        raise ValueTextError(text, "is not an integer", name) from None
-    _check_bounds(text, number, name, minimum, maximum)
-    return number
+    return _number(text, int, "is not an integer", name=name, minimum=minimum, maximum=maximum)
 
 
 def parse_float(
     text: str, name: str | None = None, minimum: float | None = None, maximum: float | None = None
 ) -> float:
     """A finite decimal number within ``[minimum, maximum]`` (either bound optional)."""
+    return _number(text, float, "is not a number", name=name, minimum=minimum, maximum=maximum)
+
+
+def _number(
+    text: str,
+    convert: Callable[[str], N],
+    problem: str,
+    *,
+    name: str | None,
+    minimum: float | None,
+    maximum: float | None,
+) -> N:
+    """``convert(text)`` (``problem`` words a text it rejects), finite and within the bounds."""
     try:
-        number = float(text)
+        number = convert(text)
     except ValueError:
-        raise ValueTextError(text, "is not a number", name) from None
+        raise ValueTextError(text, problem, name) from None
     if not math.isfinite(number):
         raise ValueTextError(text, "must be a finite number", name)
-    _check_bounds(text, number, name, minimum, maximum)
-    return number
-
-
-def _check_bounds(
-    text: str, number: float, name: str | None, minimum: float | None, maximum: float | None
-) -> None:
     if minimum is not None and maximum is not None and not minimum <= number <= maximum:
         raise ValueTextError(text, f"must be between {minimum} and {maximum}", name)
     if minimum is not None and number < minimum:
         raise ValueTextError(text, f"must be >= {minimum}", name)
     if maximum is not None and number > maximum:
         raise ValueTextError(text, f"must be <= {maximum}", name)
+    return number
 
 
 def parse_duration_ms(text: str, name: str | None = None, bare_unit: str | None = "ms") -> float:
@@ -130,6 +133,23 @@ def parse_bytes(text: str, name: str | None = None, problem: str = "is not a num
     if not match:
         raise ValueTextError(text, problem, name)
     return float(match.group(1)) * _BYTES_SCALE[match.group(2)]
+
+
+def parse_rate(text: str, name: str | None = None) -> float:
+    """A positive rate in bytes/s, written as :func:`parse_bytes` reads it (``20000000``, ``20M``,
+    ``20MB/s``)."""
+    value = parse_bytes(text, name, problem="is not a rate; use bytes/s such as 20000000, 20M or 20MB")
+    if value <= 0:
+        raise ValueTextError(text, "must be > 0", name)
+    return value
+
+
+def parse_fraction(text: str, name: str | None = None) -> float:
+    """A share in ``(0, 1]``."""
+    value = parse_float(text, name)
+    if not 0 < value <= 1:
+        raise ValueTextError(text, "must be in (0, 1]", name)
+    return value
 
 
 def parse_choice(text: str, choices: Iterable[str], name: str | None = None) -> str:

@@ -225,6 +225,17 @@ def refinalize(params: Mapping[str, Any], outlet: Any = None) -> list[str]:
     return finalize(str(params["table"]), hours, outlet, **flags)
 
 
+def replan_now(params: Mapping[str, Any]) -> str:
+    """The manual replan: the form's planner overrides and flags (:func:`replan`)."""
+    overrides = {k: params.get(k) for k in ("slot_capacity", "target_fill", "isolation", "imbalance")}
+    return replan(overrides, apply=bool(params.get("apply_partitions")), force=bool(params.get("force")))
+
+
+def retire_app(params: Mapping[str, Any]) -> None:
+    """The manual retirement of the form's slot group (:func:`retire_group`)."""
+    retire_group(str(params["group"]))
+
+
 def rebuild_day(params: Mapping[str, Any]) -> None:
     with failing_fast():
         day = periods.parse_day(params.get("day"), "param day")

@@ -9,12 +9,10 @@ also creates a missing tenant and namespace).
 
 from __future__ import annotations
 
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from widehouse.planner.model import Plan
-from widehouse.pulsar.admin import PulsarAdmin
+from widehouse.pulsar.admin import PulsarAdmin, map_with_admins
 from widehouse.pulsar.topics import TopicName
 from widehouse.settings import PulsarSettings
 
@@ -55,17 +53,8 @@ def apply_partitions(pulsar: PulsarSettings, plan: Plan, workers: int = 8) -> li
 
 def _current_counts(pulsar: PulsarSettings, topics: list[str], workers: int) -> dict[str, tuple[int, bool]]:
     """topic -> (partitions, exists as a non-partitioned topic)."""
-    local = threading.local()
-    admins: list[PulsarAdmin] = []
-    guard = threading.Lock()
 
-    def one(topic: str) -> tuple[str, tuple[int, bool]]:
-        admin: PulsarAdmin | None = getattr(local, "admin", None)
-        if admin is None:
-            admin = PulsarAdmin(pulsar)
-            local.admin = admin
-            with guard:
-                admins.append(admin)
+    def one(admin: PulsarAdmin, topic: str) -> tuple[str, tuple[int, bool]]:
         name = TopicName.parse(topic)
         count = admin.partition_count(name)
         if count > 0:
@@ -73,11 +62,4 @@ def _current_counts(pulsar: PulsarSettings, topics: list[str], workers: int) -> 
         stats = admin.request("GET", f"{name.rest_path}/stats", ok=(200, 404))
         return topic, (0, isinstance(stats, dict) and "msgRateIn" in stats)
 
-    if not topics:
-        return {}
-    try:
-        with ThreadPoolExecutor(max_workers=max(1, min(workers, len(topics)))) as pool:
-            return dict(pool.map(one, topics))
-    finally:
-        for admin in admins:
-            admin.close()
+    return dict(map_with_admins(pulsar, one, topics, workers))

@@ -18,17 +18,15 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from widehouse.errors import ConfigError, PlanError
 from widehouse.planner.model import TopicTraffic, check_topic
 from widehouse.planner.observations import ObservationStore
-from widehouse.pulsar.admin import PulsarAdmin
+from widehouse.pulsar.admin import PulsarAdmin, map_with_admins
 from widehouse.settings import PulsarSettings, mask_url
 
 _log = logging.getLogger("widehouse.planner.live")
@@ -116,28 +114,7 @@ def sample_topics(
     pulsar: PulsarSettings, topics: Sequence[LiveTopic], workers: int = 8
 ) -> dict[str, TopicTraffic]:
     """Current rates of every topic (partitions summed); topics that vanished are left out."""
-    local = threading.local()
-    admins: list[PulsarAdmin] = []
-    guard = threading.Lock()
-
-    def admin() -> PulsarAdmin:
-        client: PulsarAdmin | None = getattr(local, "admin", None)
-        if client is None:
-            client = PulsarAdmin(pulsar)
-            local.admin = client
-            with guard:
-                admins.append(client)
-        return client
-
-    def one(topic: LiveTopic) -> TopicTraffic | None:
-        return sample_topic(admin(), topic)
-
-    try:
-        with ThreadPoolExecutor(max_workers=max(1, min(workers, len(topics)))) as pool:
-            results = list(pool.map(one, topics))
-    finally:
-        for client in admins:
-            client.close()
+    results = map_with_admins(pulsar, sample_topic, topics, workers)
     return {r.topic: r for r in results if r is not None}
 
 

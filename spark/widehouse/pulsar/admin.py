@@ -8,7 +8,10 @@ Create one per process (or per task on executors); it holds a ``requests.Session
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack
 from urllib.parse import quote
 
 from widehouse.errors import PulsarError
@@ -20,6 +23,18 @@ if TYPE_CHECKING:
     import requests
 
 INDEX_HEADER = "X-Pulsar-Broker-Entry-METADATA-index"
+
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class Call(TypedDict, total=False):
+    """The optional arguments of an admin call (:meth:`PulsarAdmin.response`)."""
+
+    json: Any
+    params: dict[str, Any] | None
+    ok: tuple[int, ...]
 
 
 class TopicNotFoundError(PulsarError):
@@ -58,16 +73,9 @@ class PulsarAdmin:
         self.close()
 
     # -- plumbing ----------------------------------------------------------------------------
-    def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        json: Any = None,
-        params: dict[str, Any] | None = None,
-        ok: tuple[int, ...] = (200, 204),
-    ) -> Any:
-        response = self.response(method, path, json=json, params=params, ok=ok)
+    def request(self, method: str, path: str, **call: Unpack[Call]) -> Any:
+        """The body of :meth:`response` (same arguments), decoded: JSON, else text, None when empty."""
+        response = self.response(method, path, **call)
         if not response.content:
             return None
         try:
@@ -314,6 +322,34 @@ class PulsarAdmin:
         if response.status_code == 404:
             return None
         return dict(response.json())
+
+
+def map_with_admins(
+    pulsar: PulsarSettings, call: Callable[[PulsarAdmin, T], R], items: Sequence[T], workers: int
+) -> list[R]:
+    """``call(admin, item)`` for every item, in order, on up to ``workers`` threads; each thread
+    talks through its own :class:`PulsarAdmin` (a session is not shared across threads), and every
+    one is closed at the end."""
+    if not items:
+        return []
+    local = threading.local()
+    admins: list[PulsarAdmin] = []
+    guard = threading.Lock()
+
+    def one(item: T) -> R:
+        admin: PulsarAdmin | None = getattr(local, "admin", None)
+        if admin is None:
+            admin = local.admin = PulsarAdmin(pulsar)
+            with guard:
+                admins.append(admin)
+        return call(admin, item)
+
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, min(workers, len(items)))) as pool:
+            return list(pool.map(one, items))
+    finally:
+        for admin in admins:
+            admin.close()
 
 
 def _entry_info(topic: TopicName | str, response: requests.Response) -> EntryInfo:

@@ -12,9 +12,9 @@ from typing import Any
 
 from widehouse.contracts.identity import checkpoint_path
 from widehouse.errors import ConfigError
-from widehouse.settings.defaults import _local_clickhouse_url
+from widehouse.settings.defaults import local_clickhouse_url
 from widehouse.settings.masking import MASK, is_secret_key, mask_url
-from widehouse.settings.table import _default
+from widehouse.settings.table import declared_default
 
 
 def _masked_repr(obj: Any, **masked: object) -> str:
@@ -31,7 +31,7 @@ def _masked_repr(obj: Any, **masked: object) -> str:
 class PulsarSettings:
     service_url: str = field(repr=False)
     admin_url: str = field(repr=False)
-    auth_token: str | None = field(default=_default("pulsar.auth_token"), repr=False)
+    auth_token: str | None = field(default=declared_default("pulsar.auth_token"), repr=False)
 
     @property
     def display_service_url(self) -> str:
@@ -55,8 +55,8 @@ class PulsarSettings:
 @dataclass(frozen=True)
 class ClickHouseSettings:
     dsn: str = field(repr=False)
-    database: str = _default("clickhouse.database")
-    cluster: str | None = _default("clickhouse.cluster")
+    database: str = declared_default("clickhouse.database")
+    cluster: str | None = declared_default("clickhouse.cluster")
     """The ClickHouse cluster the tables live on (``ON CLUSTER``), or None for one server."""
 
     @property
@@ -86,9 +86,9 @@ class DeltaSettings:
 class HBaseSettings:
     host: str
     port: int
-    timeout_ms: int = _default("hbase.timeout_ms")
-    salt_buckets: int = _default("hbase.salt_buckets")
-    table_prefix: str = _default("hbase.table_prefix")
+    timeout_ms: int = declared_default("hbase.timeout_ms")
+    salt_buckets: int = declared_default("hbase.salt_buckets")
+    table_prefix: str = declared_default("hbase.table_prefix")
     zookeeper: str = field(default="127.0.0.1:2181", kw_only=True)
     """ZooKeeper quorum ``host:port[,host:port]``, for the admin tool that pre-splits day tables."""
 
@@ -112,12 +112,12 @@ class HiveSettings:
 
 @dataclass(frozen=True)
 class SparkSettings:
-    master: str = _default("spark.master")
-    shuffle_partitions: int = _default("spark.shuffle_partitions")
-    ui_enabled: bool = _default("spark.ui_enabled")
-    driver_memory: str = _default("spark.driver_memory")
+    master: str = declared_default("spark.master")
+    shuffle_partitions: int = declared_default("spark.shuffle_partitions")
+    ui_enabled: bool = declared_default("spark.ui_enabled")
+    driver_memory: str = declared_default("spark.driver_memory")
     jars: tuple[str, ...] = field(kw_only=True)
-    extra_conf: tuple[tuple[str, str], ...] = field(default=_default("spark.extra_conf"), repr=False)
+    extra_conf: tuple[tuple[str, str], ...] = field(default=declared_default("spark.extra_conf"), repr=False)
     local_dir: str | None = field(kw_only=True)
     archive: str | None = field(default=None, kw_only=True)
     """Packed executor environment shipped as ``spark.archives <it>#env`` (non-local masters)."""
@@ -151,26 +151,26 @@ class LocalServicesSettings:
     state_dir: Path
     vendor_dir: Path
     java_home: str | None = field(default=None, kw_only=True)
-    pulsar_broker_port: int = _default("local.pulsar_broker_port")
-    pulsar_web_port: int = _default("local.pulsar_web_port")
-    pulsar_heap: str = _default("local.pulsar_heap")
-    pulsar_direct_memory: str = _default("local.pulsar_direct_memory")
-    hbase_zk_port: int = _default("local.hbase_zk_port")
-    hbase_master_port: int = _default("local.hbase_master_port")
-    hbase_master_info_port: int = _default("local.hbase_master_info_port")
-    hbase_regionserver_port: int = _default("local.hbase_regionserver_port")
-    hbase_heap: str = _default("local.hbase_heap")
-    hbase_thrift_port: int = _default("local.hbase_thrift_port")
-    hbase_thrift_info_port: int = _default("local.hbase_thrift_info_port")
-    hbase_thrift_heap: str = _default("local.hbase_thrift_heap")
-    start_timeout: float = _default("local.start_timeout")
-    clickhouse_port: int = _default("local.clickhouse_port")
-    clickhouse_user: str = _default("local.clickhouse_user")
+    pulsar_broker_port: int = declared_default("local.pulsar_broker_port")
+    pulsar_web_port: int = declared_default("local.pulsar_web_port")
+    pulsar_heap: str = declared_default("local.pulsar_heap")
+    pulsar_direct_memory: str = declared_default("local.pulsar_direct_memory")
+    hbase_zk_port: int = declared_default("local.hbase_zk_port")
+    hbase_master_port: int = declared_default("local.hbase_master_port")
+    hbase_master_info_port: int = declared_default("local.hbase_master_info_port")
+    hbase_regionserver_port: int = declared_default("local.hbase_regionserver_port")
+    hbase_heap: str = declared_default("local.hbase_heap")
+    hbase_thrift_port: int = declared_default("local.hbase_thrift_port")
+    hbase_thrift_info_port: int = declared_default("local.hbase_thrift_info_port")
+    hbase_thrift_heap: str = declared_default("local.hbase_thrift_heap")
+    start_timeout: float = declared_default("local.start_timeout")
+    clickhouse_port: int = declared_default("local.clickhouse_port")
+    clickhouse_user: str = declared_default("local.clickhouse_user")
     clickhouse_password: str | None = field(default=None, repr=False)
     """None until ``widehouse services up`` generated one (or WIDEHOUSE_CLICKHOUSE_PASSWORD sets it)."""
-    clickhouse_handles: int = _default("local.clickhouse_handles")
-    hive_metastore_port: int = _default("local.hive_metastore_port")
-    hive_metastore_heap: str = _default("local.hive_metastore_heap")
+    clickhouse_handles: int = declared_default("local.clickhouse_handles")
+    hive_metastore_port: int = declared_default("local.hive_metastore_port")
+    hive_metastore_heap: str = declared_default("local.hive_metastore_heap")
     hive_warehouse_dir: str | None = field(default=None, kw_only=True)
     """The metastore service's warehouse: WIDEHOUSE_HIVE_WAREHOUSE, what every Spark session uses
     (always set by loading; None, for configs built by hand, means ``<state>/hive/warehouse``)."""
@@ -180,11 +180,11 @@ class LocalServicesSettings:
         """Thrift URI of the local ``metastore`` service (the default WIDEHOUSE_HIVE_METASTORE_URI)."""
         return f"thrift://127.0.0.1:{self.hive_metastore_port}"
 
-    spark_master_port: int = _default("local.spark_master_port")
-    spark_master_ui_port: int = _default("local.spark_master_ui_port")
-    spark_workers: int = _default("local.spark_workers")
-    spark_worker_cores: int = _default("local.spark_worker_cores")
-    spark_worker_memory: str = _default("local.spark_worker_memory")
+    spark_master_port: int = declared_default("local.spark_master_port")
+    spark_master_ui_port: int = declared_default("local.spark_master_ui_port")
+    spark_workers: int = declared_default("local.spark_workers")
+    spark_worker_cores: int = declared_default("local.spark_worker_cores")
+    spark_worker_memory: str = declared_default("local.spark_worker_memory")
 
     @property
     def spark_master_url(self) -> str:
@@ -194,7 +194,7 @@ class LocalServicesSettings:
     @property
     def clickhouse_url(self) -> str:
         """URL of the local ClickHouse server, with its credentials (mask it before showing it)."""
-        return _local_clickhouse_url(self.clickhouse_user, self.clickhouse_password, self.clickhouse_port)
+        return local_clickhouse_url(self.clickhouse_user, self.clickhouse_password, self.clickhouse_port)
 
 
 @dataclass(frozen=True)
@@ -205,23 +205,23 @@ class PlannerSettings:
     every field and raises :class:`ConfigError` naming it.
     """
 
-    slot_capacity: float = _default("planner.slot_capacity")
+    slot_capacity: float = declared_default("planner.slot_capacity")
     """Load one core carries (bytes/s equivalent); to be calibrated by the benchmarks."""
-    message_cost: float = _default("planner.message_cost")
+    message_cost: float = declared_default("planner.message_cost")
     """Bytes charged per message on top of its size."""
-    target_fill: float = _default("planner.target_fill")
+    target_fill: float = declared_default("planner.target_fill")
     """Packed groups are filled to ``target_fill * slot_capacity``; isolated topics get cores to match."""
-    isolation: float = _default("planner.isolation")
+    isolation: float = declared_default("planner.isolation")
     """Topics heavier than ``isolation * slot_capacity`` get a group of their own."""
-    partition_capacity: float = _default("planner.partition_capacity")
+    partition_capacity: float = declared_default("planner.partition_capacity")
     """Load one Pulsar partition is planned to carry."""
-    max_partitions: int = _default("planner.max_partitions")
+    max_partitions: int = declared_default("planner.max_partitions")
     """Most partitions planned for a topic (a topic that already has more keeps them)."""
-    max_group_topics: int = _default("planner.max_group_topics")
+    max_group_topics: int = declared_default("planner.max_group_topics")
     """Most topics in one packed group."""
-    imbalance: float = _default("planner.imbalance")
+    imbalance: float = declared_default("planner.imbalance")
     """Drift tolerated before a replan moves topics (over the target load, over the fewest groups)."""
-    smoothing: int = _default("planner.smoothing")
+    smoothing: int = declared_default("planner.smoothing")
     """Live traffic: median of the last ``smoothing`` observations."""
 
     def __post_init__(self) -> None:
@@ -253,20 +253,20 @@ class PlannerSettings:
 class StreamSettings:
     """Knobs of the streaming wide-table job (per app; a slot group is one query of it)."""
 
-    app: str = _default("stream.app")
-    tenant_suffix: str | None = _default("stream.tenant_suffix")
+    app: str = declared_default("stream.app")
+    tenant_suffix: str | None = declared_default("stream.tenant_suffix")
     """Topics live in ``<tenant>-<suffix>`` instead of the catalog's tenants (see Catalog.relocated)."""
     checkpoint_root: str = field(kw_only=True)
-    trigger_seconds: float = _default("stream.trigger_seconds")
-    max_messages: int = _default("stream.max_messages")
-    sinks: tuple[str, ...] = _default("stream.sinks")
-    stop_grace_seconds: float = _default("stream.stop_grace_seconds")
-    max_restarts: int = _default("stream.max_restarts")
-    restart_backoff_s: float = _default("stream.restart_backoff_s")
-    restart_backoff_max_s: float = _default("stream.restart_backoff_max_s")
-    dead_letter: bool = _default("stream.dead_letter")
+    trigger_seconds: float = declared_default("stream.trigger_seconds")
+    max_messages: int = declared_default("stream.max_messages")
+    sinks: tuple[str, ...] = declared_default("stream.sinks")
+    stop_grace_seconds: float = declared_default("stream.stop_grace_seconds")
+    max_restarts: int = declared_default("stream.max_restarts")
+    restart_backoff_s: float = declared_default("stream.restart_backoff_s")
+    restart_backoff_max_s: float = declared_default("stream.restart_backoff_max_s")
+    dead_letter: bool = declared_default("stream.dead_letter")
     """Forward quarantined messages to ``<topic>-DLQ`` (:mod:`widehouse.stream.deadletter`)."""
-    control_topic: str | None = _default("stream.control_topic")
+    control_topic: str | None = declared_default("stream.control_topic")
     """Where groups publish committed watermarks (:mod:`widehouse.stream.control`); None: nowhere."""
 
     def __post_init__(self) -> None:
@@ -288,13 +288,13 @@ class AirflowSettings:
     home: Path
     dags_dir: Path
     connections_file: Path | None = field(kw_only=True)
-    port: int = _default("airflow.port")
-    worker_log_port: int = _default("airflow.worker_log_port")
-    triggerer_log_port: int = _default("airflow.triggerer_log_port")
-    user: str = _default("airflow.user")
+    port: int = declared_default("airflow.port")
+    worker_log_port: int = declared_default("airflow.worker_log_port")
+    triggerer_log_port: int = declared_default("airflow.triggerer_log_port")
+    user: str = declared_default("airflow.user")
     password: str | None = field(default=None, repr=False)
     """None until ``widehouse airflow up`` generated one (or WIDEHOUSE_AIRFLOW_PASSWORD sets it)."""
-    start: dt.datetime = field(default=_default("airflow.start"))
+    start: dt.datetime = field(default=declared_default("airflow.start"))
 
     @property
     def url(self) -> str:
@@ -305,13 +305,13 @@ class AirflowSettings:
 class SupervisorSettings:
     """How the streams supervisor runs slot groups and when it restarts them."""
 
-    mode: str = _default("supervisor.mode")
-    stale_seconds: float = _default("supervisor.stale_seconds")
-    startup_seconds: float = _default("supervisor.startup_seconds")
-    backoff_seconds: float = _default("supervisor.backoff_seconds")
-    backoff_max_seconds: float = _default("supervisor.backoff_max_seconds")
-    max_failures: int = _default("supervisor.max_failures")
-    spark_submit: str = _default("supervisor.spark_submit")
+    mode: str = declared_default("supervisor.mode")
+    stale_seconds: float = declared_default("supervisor.stale_seconds")
+    startup_seconds: float = declared_default("supervisor.startup_seconds")
+    backoff_seconds: float = declared_default("supervisor.backoff_seconds")
+    backoff_max_seconds: float = declared_default("supervisor.backoff_max_seconds")
+    max_failures: int = declared_default("supervisor.max_failures")
+    spark_submit: str = declared_default("supervisor.spark_submit")
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from widehouse.errors import ConfigError
 from widehouse.settings.config import _GROUPS, Settings
 from widehouse.settings.declarations import Derived, Variable
 from widehouse.settings.defaults import STATE
-from widehouse.settings.parsers import _parse_port
+from widehouse.settings.parsers import parse_port
 from widehouse.settings.table import _BY_NAME, DERIVED_FIELDS, VARIABLES
 
 
@@ -152,7 +152,7 @@ def _group_variables(group: str) -> str:
 def _check_distinct_ports(resolver: _Resolver) -> None:
     seen: dict[int, str] = {}
     for var in VARIABLES:
-        if var.parse is not _parse_port or not var.target.startswith(("local.", "airflow.")):
+        if var.parse is not parse_port or not var.target.startswith(("local.", "airflow.")):
             continue
         port = resolver.value(var.name)
         if port in seen:

@@ -36,7 +36,7 @@ def mask_url(url: str) -> str:
     return f"{head}?{_PARAM_RE.sub(param, query)}{hash_sep}{fragment}"
 
 
-def _mask_spark_conf(text: str) -> str:
+def mask_spark_conf(text: str) -> str:
     """WIDEHOUSE_SPARK_CONF with the values of credential-like keys masked."""
     return re.sub(
         r"(?P<key>[^;\n=]*)=(?P<value>[^;\n]*)",

@@ -12,14 +12,17 @@ import ipaddress
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import SplitResult, unquote, urlsplit
 
 from widehouse.contracts import periods, values
 from widehouse.contracts.tables import check_cluster_name
-from widehouse.settings.masking import _mask_spark_conf
+from widehouse.settings.masking import mask_spark_conf
 
 STREAM_SINKS = ("clickhouse", "delta")
 SUPERVISOR_MODES = ("local", "cluster")
+
+N = TypeVar("N", int, float)
 
 
 _HEAP_RE = re.compile(r"[1-9][0-9]*[kKmMgG]")
@@ -32,112 +35,91 @@ _URI_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]+:.+")
 _SPARK_LOCAL_RE = re.compile(r"local(\[([1-9][0-9]*|\*)(\s*,\s*[0-9]+)?\])?")
 
 
-def _finite(value: str) -> float:
-    return values.parse_float(value)
+def _matching(pattern: str | re.Pattern[str], problem: str) -> Callable[[str], str]:
+    """A parser of texts that match ``pattern`` entirely; ``problem`` says what else they must be."""
+    regex = re.compile(pattern)
+
+    def parse(value: str) -> str:
+        if not regex.fullmatch(value):
+            raise ValueError(problem)
+        return value
+
+    return parse
 
 
-def _parse_port(value: str) -> int:
-    port = values.parse_int(value)
-    if not 1 <= port <= 65535:
-        raise ValueError("a port must be between 1 and 65535")
-    return port
+def _without(pattern: re.Pattern[str], problem: str) -> Callable[[str], str]:
+    """A parser of texts in which ``pattern`` occurs nowhere; ``problem`` says what they must not hold."""
+
+    def parse(value: str) -> str:
+        if pattern.search(value):
+            raise ValueError(problem)
+        return value
+
+    return parse
 
 
-def _parse_hour(value: str) -> dt.datetime:
+def _checked(convert: Callable[[str], N], ok: Callable[[N], bool], problem: str) -> Callable[[str], N]:
+    """A parser of the numbers ``convert`` reads (:mod:`widehouse.contracts.values`) for which ``ok``
+    holds; ``problem`` says what else they must be."""
+
+    def parse(value: str) -> N:
+        number = convert(value)
+        if not ok(number):
+            raise ValueError(problem)
+        return number
+
+    return parse
+
+
+parse_port = _checked(values.parse_int, lambda n: 1 <= n <= 65535, "a port must be between 1 and 65535")
+parse_salt_buckets = _checked(values.parse_int, lambda n: 1 <= n <= 1000, "must be between 1 and 1000")
+parse_positive_int = _checked(values.parse_int, lambda n: n > 0, "must be a positive integer")
+parse_non_negative_int = _checked(values.parse_int, lambda n: n >= 0, "must be >= 0")
+parse_positive_float = _checked(values.parse_float, lambda n: n > 0, "must be a positive number")
+parse_non_negative_float = _checked(values.parse_float, lambda n: n >= 0, "must be a finite number >= 0")
+
+parse_app_id = _matching(
+    r"[a-z][a-z0-9_-]{0,31}", "must be lowercase letters, digits, '-' or '_', starting with a letter (max 32)"
+)
+parse_tenant_suffix = _matching(r"[a-z0-9][a-z0-9-]{0,30}", "must be 1-31 lowercase letters, digits or '-'")
+parse_identifier = _matching(_IDENTIFIER_RE, "must be a plain identifier (letters, digits, underscore)")
+parse_user = _matching(
+    r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}",
+    "must be letters, digits, '_', '.' or '-', starting with a letter or '_'",
+)
+parse_hbase_table_prefix = _matching(
+    r"([A-Za-z0-9_]{1,64}:)?[A-Za-z0-9_.\-]{0,64}",
+    "must be letters, digits, '_', '.' or '-', optionally after a namespace 'ns:'",
+)
+parse_password = _without(_CONTROL_RE, "must not contain control characters")
+parse_command = _without(_CONTROL_RE, "must not contain control characters")
+parse_token = _without(_SPACE_OR_CONTROL_RE, "must not contain whitespace or control characters")
+
+
+def parse_start_hour(value: str) -> dt.datetime:
     try:
         return periods.parse_hour(value)
     except periods.PeriodError as exc:  # the resolver names the variable and the value
         raise ValueError(exc.problem) from exc
 
 
-def _parse_heap(value: str) -> str:
+def parse_heap(value: str) -> str:
     if not _HEAP_RE.fullmatch(value):
         raise ValueError("expected a JVM size such as 512m or 2g")
     return value.lower()
 
 
-def _parse_positive_int(value: str) -> int:
-    number = values.parse_int(value)
-    if number <= 0:
-        raise ValueError("must be a positive integer")
-    return number
-
-
-def _parse_non_negative_int(value: str) -> int:
-    number = values.parse_int(value)
-    if number < 0:
-        raise ValueError("must be >= 0")
-    return number
-
-
-def _parse_positive_float(value: str) -> float:
-    number = _finite(value)
-    if number <= 0:
-        raise ValueError("must be a positive number")
-    return number
-
-
-def _parse_non_negative_float(value: str) -> float:
-    number = _finite(value)
-    if number < 0:
-        raise ValueError("must be a finite number >= 0")
-    return number
-
-
-def _parse_fraction(value: str) -> float:
-    number = _finite(value)
-    if not 0 < number <= 1:
-        raise ValueError("must be a number in (0, 1]")
-    return number
-
-
-def _parse_bool(value: str) -> bool:
+def parse_bool(value: str) -> bool:
     try:
         return values.parse_bool(value)
     except values.ValueTextError:
         raise ValueError("expected true or false") from None
 
 
-def _parse_app_id(value: str) -> str:
-    if not re.fullmatch(r"[a-z][a-z0-9_-]{0,31}", value):
-        raise ValueError("must be lowercase letters, digits, '-' or '_', starting with a letter (max 32)")
-    return value
-
-
-def _parse_tenant_suffix(value: str) -> str:
-    if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,30}", value):
-        raise ValueError("must be 1-31 lowercase letters, digits or '-'")
-    return value
-
-
-def _parse_identifier(value: str) -> str:
-    if not _IDENTIFIER_RE.fullmatch(value):
-        raise ValueError("must be a plain identifier (letters, digits, underscore)")
-    return value
-
-
-def _parse_clickhouse_cluster(value: str) -> str | None:
+def parse_clickhouse_cluster(value: str) -> str | None:
     if value.lower() == "none":
         return None
     return check_cluster_name(value)
-
-
-def _parse_user(value: str) -> str:
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]{0,63}", value):
-        raise ValueError("must be letters, digits, '_', '.' or '-', starting with a letter or '_'")
-    return value
-
-
-def _parse_password(value: str) -> str:
-    if _CONTROL_RE.search(value):
-        raise ValueError("must not contain control characters")
-    return value
-
-
-def _parse_token(value: str) -> str:
-    if _SPACE_OR_CONTROL_RE.search(value):
-        raise ValueError("must not contain whitespace or control characters")
-    return value
 
 
 def _is_host(value: str) -> bool:
@@ -151,29 +133,13 @@ def _is_host(value: str) -> bool:
     return True
 
 
-def _parse_host(value: str) -> str:
+def parse_host(value: str) -> str:
     if not _is_host(value):
         raise ValueError("must be a host name or IP address")
     return value
 
 
-def _parse_salt_buckets(value: str) -> int:
-    number = values.parse_int(value)
-    if not 1 <= number <= 1000:
-        raise ValueError("must be between 1 and 1000")
-    return number
-
-
-_HBASE_PREFIX_RE = re.compile(r"([A-Za-z0-9_]{1,64}:)?[A-Za-z0-9_.\-]{0,64}")
-
-
-def _parse_hbase_table_prefix(value: str) -> str:
-    if not _HBASE_PREFIX_RE.fullmatch(value):
-        raise ValueError("must be letters, digits, '_', '.' or '-', optionally after a namespace 'ns:'")
-    return value
-
-
-def _parse_zookeeper(value: str) -> str:
+def parse_zookeeper(value: str) -> str:
     hosts = [h.strip() for h in value.split(",")]
     for host_port in hosts:
         _check_authority(host_port)
@@ -182,7 +148,7 @@ def _parse_zookeeper(value: str) -> str:
     return ",".join(hosts)
 
 
-def _parse_sinks(value: str) -> tuple[str, ...]:
+def parse_sinks(value: str) -> tuple[str, ...]:
     sinks = tuple(dict.fromkeys(s.strip() for s in value.split(",") if s.strip()))
     unknown = [s for s in sinks if s not in STREAM_SINKS]
     if unknown or not sinks:
@@ -190,23 +156,27 @@ def _parse_sinks(value: str) -> tuple[str, ...]:
     return sinks
 
 
-def _parse_dir(value: str) -> Path:
+def _absolute(value: str) -> Path:
+    """``value`` as an absolute path (``~`` expanded, a relative one under the working directory)."""
     path = Path(value).expanduser()
-    if not path.is_absolute():
-        path = Path.cwd() / path
+    return path if path.is_absolute() else Path.cwd() / path
+
+
+def parse_dir(value: str) -> Path:
+    path = _absolute(value)
     if path.exists() and not path.is_dir():
         raise ValueError("exists and is not a directory")
     return path
 
 
-def _parse_supervisor_mode(value: str) -> str:
+def parse_supervisor_mode(value: str) -> str:
     try:
         return values.parse_choice(value, SUPERVISOR_MODES)
     except values.ValueTextError:
         raise ValueError(f"expected one of {', '.join(SUPERVISOR_MODES)}") from None
 
 
-def _parse_control_topic(value: str) -> str | None:
+def parse_control_topic(value: str) -> str | None:
     if not value or value.lower() == "none":
         return None
     if not re.fullmatch(r"persistent://[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+/[A-Za-z0-9_.=-]+", value):
@@ -214,32 +184,24 @@ def _parse_control_topic(value: str) -> str | None:
     return value
 
 
-def _parse_file(value: str) -> Path | None:
+def parse_file(value: str) -> Path | None:
     if not value:
         return None
-    path = Path(value).expanduser()
-    if not path.is_absolute():
-        path = Path.cwd() / path
+    path = _absolute(value)
     if path.exists() and not path.is_file():
         raise ValueError("exists and is not a file")
     return path
 
 
-def _parse_command(value: str) -> str:
-    if _CONTROL_RE.search(value):
-        raise ValueError("must not contain control characters")
-    return value
+def parse_java_home(value: str) -> str | None:
+    return str(parse_dir(value))
 
 
-def _parse_java_home(value: str) -> str | None:
-    return str(_parse_dir(value))
-
-
-def _parse_jars(value: str) -> tuple[str, ...]:
+def parse_jars(value: str) -> tuple[str, ...]:
     return tuple(j.strip() for j in value.split(",") if j.strip())
 
 
-def _parse_spark_conf(value: str) -> tuple[tuple[str, str], ...]:
+def parse_spark_conf(value: str) -> tuple[tuple[str, str], ...]:
     pairs: list[tuple[str, str]] = []
     for raw_item in re.split(r"[;\n]", value):
         item = raw_item.strip()
@@ -248,7 +210,7 @@ def _parse_spark_conf(value: str) -> tuple[tuple[str, str], ...]:
         key, sep, conf_value = item.partition("=")
         key = key.strip()
         if not sep or not _CONF_KEY_RE.fullmatch(key):
-            raise ValueError(f"{_mask_spark_conf(item)!r} is not a key=value pair")
+            raise ValueError(f"{mask_spark_conf(item)!r} is not a key=value pair")
         pairs.append((key, conf_value.strip()))
     return tuple(pairs)
 
@@ -280,7 +242,7 @@ def _authority(parts: SplitResult) -> str:
     return parts.netloc.rpartition("@")[2]
 
 
-def _url_parser(*schemes: str, multi_host: bool = False) -> Callable[[str], str]:
+def url_parser(*schemes: str, multi_host: bool = False) -> Callable[[str], str]:
     """A URL with one of ``schemes``, a host and a valid port (``multi_host``: ``h1:p1,h2:p2``).
 
     A query or fragment is refused: these are base URLs that paths are appended to.
@@ -304,12 +266,12 @@ EMBEDDED_METASTORE = "embedded"
 """The value of WIDEHOUSE_HIVE_METASTORE_URI that opts into Spark's in-process Derby metastore."""
 
 
-def _parse_metastore_uri(value: str) -> str | None:
+def parse_metastore_uri(value: str) -> str | None:
     """A ``thrift://host:port`` metastore URI, or ``embedded`` (None: Spark's in-process Derby)."""
     if value.lower() == EMBEDDED_METASTORE:
         return None
     try:
-        return _url_parser("thrift")(value)
+        return url_parser("thrift")(value)
     except ValueError as exc:
         raise ValueError(f"{exc} (or `{EMBEDDED_METASTORE}` for Spark's in-process Derby)") from exc
 
@@ -317,7 +279,7 @@ def _parse_metastore_uri(value: str) -> str | None:
 _CHDB_MEMORY = ("memory", ":memory:")
 
 
-def _parse_clickhouse_dsn(value: str) -> str:
+def parse_clickhouse_dsn(value: str) -> str:
     parts = _split_url(value)
     authority, path = _authority(parts), parts.path
     if parts.scheme == "chdb":
@@ -338,7 +300,7 @@ def _parse_clickhouse_dsn(value: str) -> str:
     return value
 
 
-def _parse_location(value: str) -> str:
+def parse_location(value: str) -> str:
     """An absolute path or a URI (``s3a://bucket/dir``), safe to put in a backquoted Spark SQL name."""
     if "`" in value or _CONTROL_RE.search(value):
         raise ValueError("must not contain a backquote or control characters (it is quoted into Spark SQL)")
@@ -353,12 +315,12 @@ def _parse_location(value: str) -> str:
     )
 
 
-def _parse_optional_location(value: str) -> str | None:
-    """:func:`_parse_location`, or None for ``none``."""
-    return None if value.lower() == "none" else _parse_location(value)
+def parse_optional_location(value: str) -> str | None:
+    """:func:`parse_location`, or None for ``none``."""
+    return None if value.lower() == "none" else parse_location(value)
 
 
-def _parse_optional_command(value: str) -> str | None:
+def parse_optional_command(value: str) -> str | None:
     """An executable path or name (no whitespace), or None for ``none``."""
     if value.lower() == "none":
         return None
@@ -367,7 +329,7 @@ def _parse_optional_command(value: str) -> str | None:
     return value
 
 
-def _parse_spark_master(value: str) -> str:
+def parse_spark_master(value: str) -> str:
     if value == "yarn" or _SPARK_LOCAL_RE.fullmatch(value):
         return value
     if value.startswith("spark://"):
@@ -378,12 +340,12 @@ def _parse_spark_master(value: str) -> str:
         return value
     if value.startswith("k8s://"):
         api = value.removeprefix("k8s://")
-        _url_parser("http", "https")(api if "://" in api else f"https://{api}")
+        url_parser("http", "https")(api if "://" in api else f"https://{api}")
         return value
     if value.startswith("mesos://"):
         rest = value.removeprefix("mesos://")
         if rest.startswith("zk://"):
-            _url_parser("zk", multi_host=True)(rest)
+            url_parser("zk", multi_host=True)(rest)
         else:
             _check_authority(rest)
         return value

@@ -6,85 +6,85 @@ import datetime as dt
 from typing import Any
 
 from widehouse import paths, private
+from widehouse.contracts import values
 from widehouse.settings.declarations import Derived, Variable
-from widehouse.settings.defaults import CONTROL_TOPIC_DEFAULT, _generated, _under_state
+from widehouse.settings.defaults import CONTROL_TOPIC_DEFAULT, generated_secret, under_state
 from widehouse.settings.parsers import (
     STREAM_SINKS,
-    _parse_app_id,
-    _parse_bool,
-    _parse_command,
-    _parse_control_topic,
-    _parse_dir,
-    _parse_file,
-    _parse_fraction,
-    _parse_hour,
-    _parse_location,
-    _parse_non_negative_float,
-    _parse_non_negative_int,
-    _parse_password,
-    _parse_port,
-    _parse_positive_float,
-    _parse_positive_int,
-    _parse_sinks,
-    _parse_supervisor_mode,
-    _parse_tenant_suffix,
-    _parse_user,
+    parse_app_id,
+    parse_bool,
+    parse_command,
+    parse_control_topic,
+    parse_dir,
+    parse_file,
+    parse_location,
+    parse_non_negative_float,
+    parse_non_negative_int,
+    parse_password,
+    parse_port,
+    parse_positive_float,
+    parse_positive_int,
+    parse_sinks,
+    parse_start_hour,
+    parse_supervisor_mode,
+    parse_tenant_suffix,
+    parse_user,
 )
 
 JOB_VARIABLES: tuple[Variable[Any], ...] = (
     Variable(
         "WIDEHOUSE_PLAN_SLOT_CAPACITY",
         28_000_000.0,
-        _parse_positive_float,
+        values.parse_rate,
         "planner.slot_capacity",
         "Slot planner: load one core carries, in bytes/s (a message counts its bytes plus the message cost).",
     ),
     Variable(
         "WIDEHOUSE_PLAN_MESSAGE_COST",
         500.0,
-        _parse_non_negative_float,
+        values.parse_bytes,
         "planner.message_cost",
         "Slot planner: bytes charged per message on top of its size, so tiny high-rate topics count.",
     ),
     Variable(
         "WIDEHOUSE_PLAN_TARGET_FILL",
         0.8,
-        _parse_fraction,
+        values.parse_fraction,
         "planner.target_fill",
         "Slot planner: share of a core's capacity that packed groups (and isolated topics) are planned to.",
     ),
     Variable(
         "WIDEHOUSE_PLAN_ISOLATION",
         0.5,
-        _parse_fraction,
+        values.parse_fraction,
         "planner.isolation",
         "Slot planner: topics heavier than this share of a core get a group of their own (<= target fill).",
     ),
     Variable(
         "WIDEHOUSE_PLAN_PARTITION_CAPACITY",
         5_000_000.0,
-        _parse_positive_float,
+        values.parse_rate,
         "planner.partition_capacity",
         "Slot planner: load one Pulsar partition is planned to carry, in bytes/s.",
     ),
     Variable(
         "WIDEHOUSE_PLAN_MAX_PARTITIONS",
         64,
-        _parse_positive_int,
+        parse_positive_int,
         "planner.max_partitions",
         "Slot planner: most partitions it plans for a topic.",
     ),
     Variable(
         "WIDEHOUSE_PLAN_MAX_GROUP_TOPICS",
         1000,
-        _parse_positive_int,
+        parse_positive_int,
         "planner.max_group_topics",
         "Slot planner: most topics in one packed group.",
     ),
     Variable(
         "WIDEHOUSE_PLAN_IMBALANCE",
         0.25,
-        _parse_non_negative_float,
+        parse_non_negative_float,
         "planner.imbalance",
         "Slot planner: drift tolerated (over the target load, over the fewest groups) before a replan "
         "moves topics.",
@@ -92,14 +92,14 @@ JOB_VARIABLES: tuple[Variable[Any], ...] = (
     Variable(
         "WIDEHOUSE_PLAN_SMOOTHING",
         5,
-        _parse_positive_int,
+        parse_positive_int,
         "planner.smoothing",
         "Slot planner: live traffic is the median of the last N stats observations kept in the state dir.",
     ),
     Variable(
         "WIDEHOUSE_TENANT_SUFFIX",
         None,
-        _parse_tenant_suffix,
+        parse_tenant_suffix,
         "stream.tenant_suffix",
         "Run against copies of the catalog's tenants named "
         "<tenant>-<suffix> (a staging deployment, an isolated test run); the generator's --tenant-suffix.",
@@ -107,15 +107,15 @@ JOB_VARIABLES: tuple[Variable[Any], ...] = (
     Variable(
         "WIDEHOUSE_STREAM_APP",
         "widehouse",
-        _parse_app_id,
+        parse_app_id,
         "stream.app",
         "Streaming: application id; prefixes Pulsar subscriptions, "
         "ClickHouse insert deduplication tokens and Delta txnAppIds (one per deployment).",
     ),
     Variable(
         "WIDEHOUSE_STREAM_CHECKPOINT_ROOT",
-        _under_state("checkpoints", "checkpoints"),
-        _parse_location,
+        under_state("checkpoints", "checkpoints"),
+        parse_location,
         "stream.checkpoint_root",
         "Streaming: checkpoint root; each "
         "slot group checkpoints under <root>/<app>/<group> (a cluster path on a cluster).",
@@ -123,28 +123,28 @@ JOB_VARIABLES: tuple[Variable[Any], ...] = (
     Variable(
         "WIDEHOUSE_STREAM_TRIGGER_SECONDS",
         10.0,
-        _parse_positive_float,
+        parse_positive_float,
         "stream.trigger_seconds",
         "Streaming: micro-batch trigger interval in seconds.",
     ),
     Variable(
         "WIDEHOUSE_STREAM_MAX_MESSAGES",
         500_000,
-        _parse_positive_int,
+        parse_positive_int,
         "stream.max_messages",
         "Streaming: admission budget, messages per micro-batch over all topics of a group.",
     ),
     Variable(
         "WIDEHOUSE_STREAM_SINKS",
         STREAM_SINKS,
-        _parse_sinks,
+        parse_sinks,
         "stream.sinks",
         "Streaming: sinks to write (clickhouse, delta).",
     ),
     Variable(
         "WIDEHOUSE_STREAM_STOP_GRACE_SECONDS",
         30.0,
-        _parse_positive_float,
+        parse_positive_float,
         "stream.stop_grace_seconds",
         "Streaming: on SIGTERM, wait this long for the running "
         "micro-batch to finish before stopping (an unfinished batch is replayed on restart).",
@@ -152,7 +152,7 @@ JOB_VARIABLES: tuple[Variable[Any], ...] = (
     Variable(
         "WIDEHOUSE_STREAM_MAX_RESTARTS",
         3,
-        _parse_non_negative_int,
+        parse_non_negative_int,
         "stream.max_restarts",
         "Streaming: consecutive restarts of a failed query from its checkpoint, with no batch "
         "committed in between, before the app gives up (0 = fail at once).",
@@ -160,7 +160,7 @@ JOB_VARIABLES: tuple[Variable[Any], ...] = (
     Variable(
         "WIDEHOUSE_STREAM_RESTART_BACKOFF_SECONDS",
         1.0,
-        _parse_positive_float,
+        parse_positive_float,
         "stream.restart_backoff_s",
         "Streaming: wait before the first restart of a failed query; doubled for each further "
         "consecutive failure.",
@@ -168,14 +168,14 @@ JOB_VARIABLES: tuple[Variable[Any], ...] = (
     Variable(
         "WIDEHOUSE_STREAM_RESTART_BACKOFF_MAX_SECONDS",
         60.0,
-        _parse_positive_float,
+        parse_positive_float,
         "stream.restart_backoff_max_s",
         "Streaming: cap of the wait between restarts of a failed query.",
     ),
     Variable(
         "WIDEHOUSE_STREAM_DEAD_LETTER",
         False,
-        _parse_bool,
+        parse_bool,
         "stream.dead_letter",
         "Streaming: also forward every quarantined message to its topic's dead-letter topic "
         "<topic>-DLQ (same namespace), reason and origin as properties (true/false).",
@@ -183,7 +183,7 @@ JOB_VARIABLES: tuple[Variable[Any], ...] = (
     Variable(
         "WIDEHOUSE_STREAM_CONTROL_TOPIC",
         CONTROL_TOPIC_DEFAULT,
-        _parse_control_topic,
+        parse_control_topic,
         "stream.control_topic",
         "Streaming: each slot group publishes its committed watermark here (JSON, one message per "
         "batch; what the hourly event trigger watches); empty or `none` publishes nothing.",
@@ -192,35 +192,35 @@ JOB_VARIABLES: tuple[Variable[Any], ...] = (
     Variable(
         "WIDEHOUSE_AIRFLOW_PORT",
         8080,
-        _parse_port,
+        parse_port,
         "airflow.port",
         "Local Airflow: API server (UI, REST API, task execution API) port on loopback.",
     ),
     Variable(
         "WIDEHOUSE_AIRFLOW_WORKER_LOG_PORT",
         8793,
-        _parse_port,
+        parse_port,
         "airflow.worker_log_port",
         "Local Airflow: the scheduler's log server port (task logs while they run).",
     ),
     Variable(
         "WIDEHOUSE_AIRFLOW_TRIGGERER_LOG_PORT",
         8794,
-        _parse_port,
+        parse_port,
         "airflow.triggerer_log_port",
         "Local Airflow: the triggerer's log server port.",
     ),
     Variable(
         "WIDEHOUSE_AIRFLOW_USER",
         "admin",
-        _parse_user,
+        parse_user,
         "airflow.user",
         "Local Airflow: the UI / REST API user (simple auth manager, admin role).",
     ),
     Variable(
         "WIDEHOUSE_AIRFLOW_PASSWORD",
-        _generated(private.AIRFLOW_PASSWORD, "widehouse airflow up"),
-        _parse_password,
+        generated_secret(private.AIRFLOW_PASSWORD, "widehouse airflow up"),
+        parse_password,
         "airflow.password",
         "Local Airflow: that user's password; `widehouse config --show-secrets` shows it.",
         secret=True,
@@ -228,7 +228,7 @@ JOB_VARIABLES: tuple[Variable[Any], ...] = (
     Variable(
         "WIDEHOUSE_AIRFLOW_DAGS_DIR",
         Derived("<checkout>/dags", (), lambda _: paths.default_dags_dir()),
-        _parse_dir,
+        parse_dir,
         "airflow.dags_dir",
         "Local Airflow: the DAG folder it parses.",
     ),
@@ -239,7 +239,7 @@ JOB_VARIABLES: tuple[Variable[Any], ...] = (
             (),
             lambda _: paths.default_airflow_connections_file(),
         ),
-        _parse_file,
+        parse_file,
         "airflow.connections_file",
         "Local Airflow: JSON file of Connections (local file-system secrets backend); "
         "empty means the metadata DB only.",
@@ -248,7 +248,7 @@ JOB_VARIABLES: tuple[Variable[Any], ...] = (
     Variable(
         "WIDEHOUSE_AIRFLOW_START",
         dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
-        _parse_hour,
+        parse_start_hour,
         "airflow.start",
         "Airflow: the first hour the scheduled DAGs cover (UTC; the hourly and daily DAGs catch up "
         "from it when unpaused: set it to when the deployment's streams started).",
@@ -257,7 +257,7 @@ JOB_VARIABLES: tuple[Variable[Any], ...] = (
     Variable(
         "WIDEHOUSE_SUPERVISOR_MODE",
         "local",
-        _parse_supervisor_mode,
+        parse_supervisor_mode,
         "supervisor.mode",
         "Streams supervisor: `local` runs one detached `widehouse stream` driver per slot group on this "
         "machine, in client mode against WIDEHOUSE_SPARK_MASTER (local or a standalone cluster); "
@@ -266,35 +266,35 @@ JOB_VARIABLES: tuple[Variable[Any], ...] = (
     Variable(
         "WIDEHOUSE_SUPERVISOR_STALE_SECONDS",
         300.0,
-        _parse_positive_float,
+        parse_positive_float,
         "supervisor.stale_seconds",
         "Streams supervisor: an app whose last committed batch is older than this is stuck (restarted).",
     ),
     Variable(
         "WIDEHOUSE_SUPERVISOR_STARTUP_SECONDS",
         300.0,
-        _parse_positive_float,
+        parse_positive_float,
         "supervisor.startup_seconds",
         "Streams supervisor: time a (re)started app has to commit its first batch.",
     ),
     Variable(
         "WIDEHOUSE_SUPERVISOR_BACKOFF_SECONDS",
         30.0,
-        _parse_non_negative_float,
+        parse_non_negative_float,
         "supervisor.backoff_seconds",
         "Streams supervisor: wait before the first restart of a failed app; doubles per failure.",
     ),
     Variable(
         "WIDEHOUSE_SUPERVISOR_BACKOFF_MAX_SECONDS",
         1800.0,
-        _parse_non_negative_float,
+        parse_non_negative_float,
         "supervisor.backoff_max_seconds",
         "Streams supervisor: the longest wait between restarts.",
     ),
     Variable(
         "WIDEHOUSE_SUPERVISOR_MAX_FAILURES",
         5,
-        _parse_positive_int,
+        parse_positive_int,
         "supervisor.max_failures",
         "Streams supervisor: consecutive failures (no batch committed in between) before an app is "
         "reported and no longer restarted.",
@@ -302,7 +302,7 @@ JOB_VARIABLES: tuple[Variable[Any], ...] = (
     Variable(
         "WIDEHOUSE_SPARK_SUBMIT",
         "spark-submit",
-        _parse_command,
+        parse_command,
         "supervisor.spark_submit",
         "Streams supervisor, cluster mode: the spark-submit executable.",
     ),

@@ -41,8 +41,8 @@ from dataclasses import dataclass
 
 from widehouse.errors import ConfigError, PulsarError
 from widehouse.pulsar.positions import EARLIEST, EntryInfo, Mark, Position, TopicPartition
-from widehouse.pulsar.topics import TopicName
 from widehouse.source.offsets import SourceOffset
+from widehouse.source.option_text import topic_entries
 
 
 class HandoverError(PulsarError):
@@ -150,18 +150,8 @@ def encode_marks(marks: Mapping[TopicPartition, Mark]) -> str:
 
 def parse_marks(text: str, option: str = "startAfter") -> dict[TopicPartition, Mark]:
     """Parse the ``startAfter`` option (errors name the option and the bad entry)."""
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise ConfigError(f"option {option} is not valid JSON: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ConfigError(f"option {option} must be a JSON object of topic -> partition -> mark")
     marks: dict[TopicPartition, Mark] = {}
-    for topic, parts in data.items():
-        try:
-            name = TopicName.parse(topic)
-        except PulsarError as exc:
-            raise ConfigError(f"option {option}: {exc}") from exc
+    for topic, name, parts in topic_entries(option, text, "topic -> partition -> mark"):
         if not isinstance(parts, dict):
             raise ConfigError(f"option {option}: {topic} must map partitions to marks, got {parts!r}")
         for partition, value in parts.items():

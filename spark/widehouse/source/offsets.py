@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from widehouse.errors import ConfigError, PulsarError
 from widehouse.pulsar.positions import EARLIEST, Mark, Position, TopicPartition
-from widehouse.pulsar.topics import TopicName
+from widehouse.source.option_text import topic_entries
 
 FORMAT_VERSION = 1
 LATEST = "latest"
@@ -237,18 +237,8 @@ def parse_offset_spec(
             f"option {option}={value!r} is invalid: expected {' or '.join(allowed)} or a JSON object "
             "of topic -> position"
         )
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise ConfigError(f"option {option}={value!r} is not valid JSON: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ConfigError(f"option {option} must be a JSON object of topic -> position")
     topics: dict[str, PositionSpec | Mapping[int, PositionSpec]] = {}
-    for topic, spec in data.items():
-        try:
-            name = TopicName.parse(topic)
-        except PulsarError as exc:
-            raise ConfigError(f"option {option}: {exc}") from exc
+    for topic, name, spec in topic_entries(option, text, "topic -> position", f"{option}={value!r}"):
         if name.partition_index is not None:
             raise ConfigError(
                 f"option {option}: use the partitioned topic {name.base} with a partition map, not {topic}"

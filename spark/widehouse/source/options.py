@@ -37,7 +37,6 @@ booleans ``true/false``, ``1/0``, ``yes/no``, ``on/off``; durations ``500ms``, `
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -54,6 +53,7 @@ from widehouse.source.admission import Limits
 from widehouse.source.broker import TopicSelector
 from widehouse.source.handover import parse_marks
 from widehouse.source.offsets import LATEST, OffsetSpec, parse_offset_spec
+from widehouse.source.option_text import canonical_option
 
 T = TypeVar("T")
 
@@ -160,14 +160,7 @@ class _Opts:
     def __init__(self, options: Mapping[str, str]) -> None:
         self.values: dict[str, str] = {}
         for key, value in options.items():
-            canonical = _CANONICAL.get(key.lower())
-            if canonical is None:
-                close = difflib.get_close_matches(key.lower(), list(_CANONICAL), n=1)
-                hint = f"did you mean {_CANONICAL[close[0]]}? " if close else ""
-                raise ConfigError(
-                    f"unknown option {key!r} for the pulsar source; {hint}known options: {', '.join(KNOWN)}"
-                )
-            self.values[canonical] = str(value)
+            self.values[canonical_option(key, _CANONICAL, KNOWN, "the pulsar source")] = str(value)
 
     def get(self, name: str) -> str | None:
         value = self.values.get(name)

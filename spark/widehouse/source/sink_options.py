@@ -24,7 +24,6 @@ Spark passes ``checkpointLocation``, ``queryName`` and ``path`` along; they are 
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from widehouse.contracts.values import ValueTextError, parse_bool, parse_int
 from widehouse.errors import ConfigError, PulsarError
 from widehouse.pulsar.topics import TopicName
 from widehouse.settings import PulsarSettings, mask_url
+from widehouse.source.option_text import canonical_option
 
 KNOWN = (
     "topic",
@@ -81,13 +81,7 @@ def parse_sink_options(options: Mapping[str, str], defaults: PulsarSettings | No
     for key, value in options.items():
         if key.lower() in PASSED_BY_SPARK:
             continue
-        canonical = _CANONICAL.get(key.lower())
-        if canonical is None:
-            close = difflib.get_close_matches(key.lower(), list(_CANONICAL), n=1)
-            hint = f"did you mean {_CANONICAL[close[0]]}? " if close else ""
-            raise ConfigError(
-                f"unknown option {key!r} for the pulsar sink; {hint}known options: {', '.join(KNOWN)}"
-            )
+        canonical = canonical_option(key, _CANONICAL, KNOWN, "the pulsar sink")
         if str(value).strip():
             values[canonical] = str(value).strip()
     topic = values.get("topic")

@@ -1,8 +1,8 @@
 """What a streaming run is asked to do: slot groups, run options, injected faults (pyspark-free).
 
 Shared by the ``widehouse stream`` command and the ``spark/jobs/stream_wide.py`` entrypoint (both
-parse :func:`add_arguments` and call :func:`resolve_run`), the demo and the tests;
-:mod:`widehouse.stream.spark.job` runs them.
+parse :func:`add_arguments`; :func:`widehouse.stream.spark.job.stream` resolves and runs them), the
+demo and the tests.
 """
 
 from __future__ import annotations

@@ -239,60 +239,32 @@ class _Accumulator:
         limit = self.plan.payload_limit
         publish_ms = pub_us // 1000
         body = payload or b""
+
+        def side(kind: str, **fields: Any) -> None:
+            self._side(kind, topic_name, message_id, pub_us, body, limit, **fields)
+
         plans = self._rules(topic_name)
         if plans is None:
-            self._side(
-                KIND_QUARANTINE,
-                topic_name,
-                message_id,
-                pub_us,
-                body,
-                limit,
-                reason="unknown_topic",
-                detail="the topic is not in the catalog",
-            )
+            side(KIND_QUARANTINE, reason="unknown_topic", detail="the topic is not in the catalog")
             stats[2] += 1
             return
         result = parse_event(
             catalog.topic(topic_name), body, publish_ms, catalog.rules, catalog.max_payload_bytes
         )
         if not isinstance(result, Accepted):
-            self._side(
-                KIND_QUARANTINE,
-                topic_name,
-                message_id,
-                pub_us,
-                body,
-                limit,
-                reason=result.reason,
-                detail=result.detail[:1000],
-            )
+            side(KIND_QUARANTINE, reason=result.reason, detail=result.detail[:1000])
             stats[2] += 1
             return
         if result.late:
-            self._side(
-                KIND_LATE,
-                topic_name,
-                message_id,
-                pub_us,
-                body,
-                limit,
-                event_us=result.event_ms * 1000,
-                key=str(result.key),
-            )
+            side(KIND_LATE, event_us=result.event_ms * 1000, key=str(result.key))
             stats[3] += 1
             stats[4] = max(stats[4], result.event_ms)
             return
         # every table first: an event is folded everywhere or nowhere
         rejected = fold_event(plans, result.key, result.event_ms, result.row, topic=topic_name)
         if rejected is not None:
-            self._side(
+            side(
                 KIND_QUARANTINE,
-                topic_name,
-                message_id,
-                pub_us,
-                body,
-                limit,
                 reason=rejected.reason,
                 detail=rejected.detail[:1000],
                 event_us=result.event_ms * 1000,
@@ -466,29 +438,3 @@ def _array(values: list[Any], arrow_type: pa.DataType, micros: bool) -> pa.Array
     if micros:
         return pa.array(values, pa.int64()).cast(arrow_type)
     return pa.array(values, arrow_type)
-
-
-def reference_rows(
-    catalog: Catalog, batch: pa.RecordBatch
-) -> dict[str, dict[tuple[Any, int], dict[str, Any]]]:
-    """The wide rows a source batch must produce, per table, computed the slow way (one event at a
-    time through the catalog's reference parser and aggregation): the oracle for tests and benches."""
-    from widehouse.catalog.semantics.fold import aggregate
-
-    events = []
-    for payload, topic, publish in zip(
-        batch["value"].to_pylist(),
-        batch["__topic"].to_pylist(),
-        batch["__publishTime"].to_pylist(),
-        strict=True,
-    ):
-        result = parse_event(
-            catalog.topic(topic),
-            payload,
-            round(publish.timestamp() * 1000),
-            catalog.rules,
-            catalog.max_payload_bytes,
-        )
-        if isinstance(result, Accepted) and not result.late:
-            events.append((catalog.topic(topic), result.key, result.event_ms, result.row))
-    return aggregate(catalog, events)

@@ -29,119 +29,131 @@ columns:
 """
 
 # (id, edits, replace, substrings the error must contain)
+Case = tuple[str, dict[str, str], dict[str, tuple[str, str]], list[str]]
+
+
+def case(name: str, path: str, old: str, new: str, *expected: str) -> Case:
+    """The mistake ``name``: ``old`` replaced by ``new`` in the file ``path``; the error must name the
+    file and contain each of ``expected``."""
+    return (name, {}, {path: (old, new)}, [Path(path).name, *expected])
+
+
 CASES = [
-    (
+    case(
         "unknown type",
-        {},
-        {PAY_FILE: ("amount: {type: double", "amount: {type: float")},
-        ["pay.yaml", "fields.amount", "unknown type 'float'"],
+        PAY_FILE,
+        "amount: {type: double",
+        "amount: {type: float",
+        "fields.amount",
+        "unknown type 'float'",
     ),
-    (
+    case(
         "unknown nested type",
-        {},
-        {PAY_FILE: ("sku: string", "sku: varchar")},
-        ["pay.yaml", "fields.item.fields.sku", "unknown type 'varchar'"],
+        PAY_FILE,
+        "sku: string",
+        "sku: varchar",
+        "fields.item.fields.sku",
+        "unknown type 'varchar'",
     ),
-    (
+    case(
         "map with non-string keys",
-        {},
-        {PAY_FILE: ('"map<string,long>"', '"map<long,long>"')},
-        ["pay.yaml", "fields.attrs", "map keys must be string"],
+        PAY_FILE,
+        '"map<string,long>"',
+        '"map<long,long>"',
+        "fields.attrs",
+        "map keys must be string",
     ),
-    (
+    case(
         "object without fields",
-        {},
-        {PAY_FILE: ("tags: array<string>", "tags: object")},
-        ["pay.yaml", "fields.tags", "needs a non-empty 'fields'"],
+        PAY_FILE,
+        "tags: array<string>",
+        "tags: object",
+        "fields.tags",
+        "needs a non-empty 'fields'",
     ),
-    ("missing key", {}, {PAY_FILE: ("key: uid\n", "")}, ["pay.yaml", "missing required key 'key'"]),
-    (
+    case("missing key", PAY_FILE, "key: uid\n", "", "missing required key 'key'"),
+    case(
         "key is not a field",
-        {},
-        {PAY_FILE: ("key: uid", "key: user_id")},
-        ["pay.yaml", "key", "key field 'user_id' is not a top-level field"],
+        PAY_FILE,
+        "key: uid",
+        "key: user_id",
+        "key",
+        "key field 'user_id' is not a top-level field",
     ),
-    (
-        "key of a wrong type",
-        {},
-        {PAY_FILE: ("key: uid", "key: amount")},
-        ["pay.yaml", "must be long or string"],
-    ),
-    (
-        "missing event time",
-        {},
-        {PAY_FILE: ("event_time: ts\n", "")},
-        ["pay.yaml", "missing required key 'event_time'"],
-    ),
-    (
+    case("key of a wrong type", PAY_FILE, "key: uid", "key: amount", "must be long or string"),
+    case("missing event time", PAY_FILE, "event_time: ts\n", "", "missing required key 'event_time'"),
+    case(
         "event time not a timestamp",
-        {},
-        {PAY_FILE: ("  ts: timestamp-ms", "  ts: long")},
-        ["pay.yaml", "event_time", "'ts' is long; it must be timestamp-ms"],
+        PAY_FILE,
+        "  ts: timestamp-ms",
+        "  ts: long",
+        "event_time",
+        "'ts' is long; it must be timestamp-ms",
     ),
-    (
+    case(
         "aggregate that cannot merge",
-        {},
-        {PAY_FILE: ("spent: sum(amount)\n    last_city", "spent: avg(amount)\n    last_city")},
-        ["pay.yaml", "columns.shop_hourly.spent", "'avg' cannot merge across micro-batches"],
+        PAY_FILE,
+        "spent: sum(amount)\n    last_city",
+        "spent: avg(amount)\n    last_city",
+        "columns.shop_hourly.spent",
+        "'avg' cannot merge across micro-batches",
     ),
-    (
+    case(
         "distinct count cannot merge",
-        {},
-        {
-            PAY_FILE: (
-                "orders: count\n    spent: sum(amount)\n    last",
-                "orders: {agg: count_distinct, field: city}\n    spent: sum(amount)\n    last",
-            )
-        },
-        ["pay.yaml", "columns.shop_hourly.orders", "cannot merge"],
+        PAY_FILE,
+        "orders: count\n    spent: sum(amount)\n    last",
+        "orders: {agg: count_distinct, field: city}\n    spent: sum(amount)\n    last",
+        "columns.shop_hourly.orders",
+        "cannot merge",
     ),
-    (
+    case(
         "unknown aggregate",
-        {},
-        {PAY_FILE: ("last_city: last(city)", "last_city: latest(city)")},
-        ["pay.yaml", "columns.shop_hourly.last_city", "unknown aggregate 'latest'"],
+        PAY_FILE,
+        "last_city: last(city)",
+        "last_city: latest(city)",
+        "columns.shop_hourly.last_city",
+        "unknown aggregate 'latest'",
     ),
-    (
+    case(
         "count with a field",
-        {},
-        {
-            PAY_FILE: (
-                "orders: count\n    spent: sum(amount)\n    last",
-                "orders: count(city)\n    spent: sum(amount)\n    last",
-            )
-        },
-        ["pay.yaml", "count takes no field", "city is not null"],
+        PAY_FILE,
+        "orders: count\n    spent: sum(amount)\n    last",
+        "orders: count(city)\n    spent: sum(amount)\n    last",
+        "count takes no field",
+        "city is not null",
     ),
-    (
+    case(
         "sum of a string",
-        {},
-        {PAY_FILE: ("spent: sum(amount)\n    last_city", "spent: sum(city)\n    last_city")},
-        ["pay.yaml", "columns.shop_hourly.spent", "sum needs a numeric field; 'city' is string"],
+        PAY_FILE,
+        "spent: sum(amount)\n    last_city",
+        "spent: sum(city)\n    last_city",
+        "columns.shop_hourly.spent",
+        "sum needs a numeric field; 'city' is string",
     ),
-    (
+    case(
         "max of a boolean-free path into a scalar",
-        {},
-        {PAY_FILE: ("last_city: last(city)", "last_city: last(city.name)")},
-        ["pay.yaml", "'city' is string; only objects have sub-fields"],
+        PAY_FILE,
+        "last_city: last(city)",
+        "last_city: last(city.name)",
+        "'city' is string; only objects have sub-fields",
     ),
-    (
+    case(
         "aggregate of an array",
-        {},
-        {PAY_FILE: ("last_city: last(city)", "last_city: last(tags)")},
-        ["pay.yaml", "'tags' is array<string>, not a scalar"],
+        PAY_FILE,
+        "last_city: last(city)",
+        "last_city: last(tags)",
+        "'tags' is array<string>, not a scalar",
     ),
-    (
-        "unknown source field",
-        {},
-        {PAY_FILE: ("last_city: last(city)", "last_city: last(town)")},
-        ["pay.yaml", "no field 'town'"],
+    case(
+        "unknown source field", PAY_FILE, "last_city: last(city)", "last_city: last(town)", "no field 'town'"
     ),
-    (
+    case(
         "column with no producer",
-        {},
-        {HOURLY_FILE: ("  - big_orders\n", "  - big_orders\n  - refunds\n")},
-        ["shop_hourly.yaml", "columns.refunds", "no producer"],
+        HOURLY_FILE,
+        "  - big_orders\n",
+        "  - big_orders\n  - refunds\n",
+        "columns.refunds",
+        "no producer",
     ),
     (
         "producers disagree on the type",
@@ -176,118 +188,120 @@ CASES = [
         {},
         ["again.yaml", "duplicate wide table 'shop_hourly'"],
     ),
-    (
+    case(
         "duplicate YAML key",
-        {},
-        {PAY_FILE: ("  tags: array<string>\n", "  tags: array<string>\n  city: string\n")},
-        ["pay.yaml", "duplicate key 'city'", "first defined on line"],
+        PAY_FILE,
+        "  tags: array<string>\n",
+        "  tags: array<string>\n  city: string\n",
+        "duplicate key 'city'",
+        "first defined on line",
     ),
-    ("unknown key (typo)", {}, {PAY_FILE: ("traffic:", "trafic:")}, ["pay.yaml", "unknown key 'trafic'"]),
-    (
+    case("unknown key (typo)", PAY_FILE, "traffic:", "trafic:", "unknown key 'trafic'"),
+    case(
         "unsafe field name",
-        {},
-        {PAY_FILE: ("  city: {type", "  City-Name: {type")},
-        ["pay.yaml", "fields.City-Name", "not a safe identifier"],
+        PAY_FILE,
+        "  city: {type",
+        "  City-Name: {type",
+        "fields.City-Name",
+        "not a safe identifier",
     ),
-    (
+    case(
         "SQL in a column name",
-        {},
-        {HOURLY_FILE: ("  - last_city\n", '  - "last_city; DROP TABLE x"\n')},
-        ["shop_hourly.yaml", "not a safe identifier"],
+        HOURLY_FILE,
+        "  - last_city\n",
+        '  - "last_city; DROP TABLE x"\n',
+        "not a safe identifier",
     ),
-    (
+    case(
         "unsafe table name",
-        {},
-        {HOURLY_FILE: ("wide_table: shop_hourly", "wide_table: shop.hourly")},
-        ["shop_hourly.yaml", "wide table name 'shop.hourly' is not a safe identifier"],
+        HOURLY_FILE,
+        "wide_table: shop_hourly",
+        "wide_table: shop.hourly",
+        "wide table name 'shop.hourly' is not a safe identifier",
     ),
-    (
+    case(
         "column not declared in the table",
-        {},
-        {PAY_FILE: ("last_city: last(city)", "last_town: last(city)")},
-        [
-            "pay.yaml",
-            "shop_hourly has no column 'last_town'",
-            "declare it in schemas/tables/shop_hourly.yaml",
-        ],
+        PAY_FILE,
+        "last_city: last(city)",
+        "last_town: last(city)",
+        "shop_hourly has no column 'last_town'",
+        "declare it in schemas/tables/shop_hourly.yaml",
     ),
-    (
+    case(
         "unknown wide table",
-        {},
-        {PAY_FILE: ("  shop_daily:\n", "  shop_weekly:\n")},
-        ["pay.yaml", "unknown wide table 'shop_weekly'"],
+        PAY_FILE,
+        "  shop_daily:\n",
+        "  shop_weekly:\n",
+        "unknown wide table 'shop_weekly'",
     ),
-    (
+    case(
         "filter on an unknown field",
-        {},
-        {PAY_FILE: ("item.price >= 1000", "item.cost >= 1000")},
-        ["pay.yaml", "columns.shop_hourly.big_orders.filter", "no field 'item.cost'"],
+        PAY_FILE,
+        "item.price >= 1000",
+        "item.cost >= 1000",
+        "columns.shop_hourly.big_orders.filter",
+        "no field 'item.cost'",
     ),
-    (
+    case(
         "filter syntax",
-        {},
-        {PAY_FILE: ("item.price >= 1000 and", "item.price >= and")},
-        ["pay.yaml", "big_orders.filter", "expected a field or a literal at position 14"],
+        PAY_FILE,
+        "item.price >= 1000 and",
+        "item.price >= and",
+        "big_orders.filter",
+        "expected a field or a literal at position 14",
     ),
-    (
+    case(
         "filter type mismatch",
-        {},
-        {PAY_FILE: ("item.price >= 1000", "item.price >= 'a lot'")},
-        ["pay.yaml", "cannot compare item.price (long) with 'a lot' (string)"],
+        PAY_FILE,
+        "item.price >= 1000",
+        "item.price >= 'a lot'",
+        "cannot compare item.price (long) with 'a lot' (string)",
     ),
-    (
+    case(
         "filter injection attempt",
-        {},
-        {PAY_FILE: ("city != 'Paris'", "city != 'x' or 1 = 1")},
-        ["pay.yaml", "compares two literals"],
+        PAY_FILE,
+        "city != 'Paris'",
+        "city != 'x' or 1 = 1",
+        "compares two literals",
     ),
-    (
+    case(
         "filter with a quote inside a string",
-        {},
-        {PAY_FILE: ("city != 'Paris'", "city != 'Pa\\\"ris'")},
-        ["pay.yaml", "big_orders.filter"],
+        PAY_FILE,
+        "city != 'Paris'",
+        "city != 'Pa\\\"ris'",
+        "big_orders.filter",
     ),
-    (
+    case(
         "topic name not fully qualified",
-        {},
-        {PAY_FILE: ("topic: persistent://acme/shop/pay", "topic: acme/shop/pay")},
-        ["pay.yaml", "not a full Pulsar topic name"],
+        PAY_FILE,
+        "topic: persistent://acme/shop/pay",
+        "topic: acme/shop/pay",
+        "not a full Pulsar topic name",
     ),
-    (
+    case(
         "non-persistent topic",
-        {},
-        {PAY_FILE: ("topic: persistent://", "topic: non-persistent://")},
-        ["pay.yaml", "must be persistent://"],
+        PAY_FILE,
+        "topic: persistent://",
+        "topic: non-persistent://",
+        "must be persistent://",
     ),
-    (
+    case(
         "key type differs from the table's",
-        {},
-        {PAY_FILE: ("  uid: long", "  uid: string")},
-        ["pay.yaml", "key field 'uid' is string but shop_hourly's key 'uid' is long"],
+        PAY_FILE,
+        "  uid: long",
+        "  uid: string",
+        "key field 'uid' is string but shop_hourly's key 'uid' is long",
     ),
-    (
-        "reserved column name",
-        {},
-        {HOURLY_FILE: ("  - orders\n", "  - hour\n")},
-        ["shop_hourly.yaml", "'hour' is reserved"],
-    ),
-    (
-        "column named like the key",
-        {},
-        {HOURLY_FILE: ("  - orders\n", "  - uid\n")},
-        ["shop_hourly.yaml", "'uid' is reserved"],
-    ),
-    (
-        "unknown grain",
-        {},
-        {HOURLY_FILE: ("grain: hour", "grain: minute")},
-        ["shop_hourly.yaml", "grain", "must be hour or day"],
-    ),
-    (
+    case("reserved column name", HOURLY_FILE, "  - orders\n", "  - hour\n", "'hour' is reserved"),
+    case("column named like the key", HOURLY_FILE, "  - orders\n", "  - uid\n", "'uid' is reserved"),
+    case("unknown grain", HOURLY_FILE, "grain: hour", "grain: minute", "grain", "must be hour or day"),
+    case(
         "offline columns on an hourly table",
-        {},
-        {HOURLY_FILE: ("columns:", "offline: []\ncolumns:")},
-        ["shop_hourly.yaml", "offline", "day-grain table only"],
+        HOURLY_FILE,
+        "columns:",
+        "offline: []\ncolumns:",
+        "offline",
+        "day-grain table only",
     ),
     (
         "offline SQL file missing",
@@ -295,43 +309,39 @@ CASES = [
         {},
         ["shop_daily.yaml", "offline[0].sql", "does not exist"],
     ),
-    (
+    case(
         "offline SQL path escapes sql/",
-        {},
-        {DAILY_FILE: ("sql: hive/shop_daily_payments.sql", "sql: ../secrets.sql")},
-        ["shop_daily.yaml", "must be a relative path"],
+        DAILY_FILE,
+        "sql: hive/shop_daily_payments.sql",
+        "sql: ../secrets.sql",
+        "must be a relative path",
     ),
-    (
+    case(
         "offline column clashes with a stream column",
-        {},
-        {DAILY_FILE: ("pay_orders: long", "orders: long")},
-        ["shop_daily.yaml", "'orders' is also a stream column"],
+        DAILY_FILE,
+        "pay_orders: long",
+        "orders: long",
+        "'orders' is also a stream column",
     ),
-    (
+    case(
         "offline column of an unknown type",
-        {},
-        {DAILY_FILE: ("pay_orders: long", "pay_orders: decimal")},
-        ["shop_daily.yaml", "offline[0].columns.pay_orders", "type 'decimal'"],
+        DAILY_FILE,
+        "pay_orders: long",
+        "pay_orders: decimal",
+        "offline[0].columns.pay_orders",
+        "type 'decimal'",
     ),
-    (
+    case(
         "generator hint of the wrong type",
-        {},
-        {PAY_FILE: ("price: {type: long, values: [10, 2000]}", "price: {type: long, values: [10, cheap]}")},
-        ["pay.yaml", "fields.item.fields.price.values", "'cheap' is not a long"],
+        PAY_FILE,
+        "price: {type: long, values: [10, 2000]}",
+        "price: {type: long, values: [10, cheap]}",
+        "fields.item.fields.price.values",
+        "'cheap' is not a long",
     ),
-    (
-        "range on a string",
-        {},
-        {PAY_FILE: ("values: [yes, no, Paris]", "range: [1, 2]")},
-        ["pay.yaml", "range is for numbers"],
-    ),
-    (
-        "bad traffic hint",
-        {},
-        {PAY_FILE: ("partitions: 3", "partitions: 0")},
-        ["pay.yaml", "traffic.partitions", "1..1024"],
-    ),
-    ("invalid YAML", {}, {PAY_FILE: ("fields:\n", "fields: [\n")}, ["pay.yaml", "invalid YAML"]),
+    case("range on a string", PAY_FILE, "values: [yes, no, Paris]", "range: [1, 2]", "range is for numbers"),
+    case("bad traffic hint", PAY_FILE, "partitions: 3", "partitions: 0", "traffic.partitions", "1..1024"),
+    case("invalid YAML", PAY_FILE, "fields:\n", "fields: [\n", "invalid YAML"),
     (
         "bad event-time rule",
         {"schemas/catalog.yaml": "event_time: {lateness: 1hour}\n"},

@@ -186,6 +186,16 @@ def _left_out(settled: pa.Table, column: str) -> list[Any]:
     return values
 
 
+def settled_in_batches(
+    plan: TransformPlan, topic: str, events: list[dict[str, Any]], cuts: list[int]
+) -> pa.Table:
+    """``events`` of ``topic`` cut into micro-batches at ``cuts``, transformed batch by batch and the
+    partials merged (:func:`merge.settle`)."""
+    bounds = sorted({0, len(events), *(min(c, len(events)) for c in cuts)})
+    parts = [source_batch(topic, events[a:b], first_id=a) for a, b in itertools.pairwise(bounds)]
+    return merge.settle(run(plan, parts), plan)
+
+
 INT64 = st.integers(min_value=-(2**63), max_value=INT64_MAX)
 EDGES = st.sampled_from([BIG, -BIG, INT64_MAX, -(2**63), 2**63 // 3, 1, -1, 0])
 
@@ -198,10 +208,7 @@ EDGES = st.sampled_from([BIG, -BIG, INT64_MAX, -(2**63), 2**63 // 3, 1, -1, 0])
 def test_long_sums_never_raise_wrap_or_lose_a_value(
     plan: TransformPlan, values: list[int], cuts: list[int]
 ) -> None:
-    events = [gift(v, minute=i) for i, v in enumerate(values)]
-    bounds = sorted({0, len(events), *(min(c, len(events)) for c in cuts)})
-    parts = [source_batch(GIFT, events[a:b], first_id=a) for a, b in itertools.pairwise(bounds)]
-    settled = merge.settle(run(plan, parts), plan)
+    settled = settled_in_batches(plan, GIFT, [gift(v, minute=i) for i, v in enumerate(values)], cuts)
     merged = row_of(plan, settled, "user_hourly")["gift_diamonds_sent"]
     left_out = _left_out(settled, "gift_diamonds_sent")
     assert merged is None or -(2**63) <= merged <= INT64_MAX
@@ -223,10 +230,7 @@ FLOATS = st.one_of(
 def test_double_sums_never_raise_or_become_infinite(
     plan: TransformPlan, values: list[float], cuts: list[int]
 ) -> None:
-    events = [purchase(v, minute=i) for i, v in enumerate(values)]
-    bounds = sorted({0, len(events), *(min(c, len(events)) for c in cuts)})
-    parts = [source_batch(PURCHASE, events[a:b], first_id=a) for a, b in itertools.pairwise(bounds)]
-    settled = merge.settle(run(plan, parts), plan)
+    settled = settled_in_batches(plan, PURCHASE, [purchase(v, minute=i) for i, v in enumerate(values)], cuts)
     for table in ("user_hourly", "user_daily"):
         merged = row_of(plan, settled, table)["recharge_usd"]
         assert merged is not None

@@ -5,12 +5,12 @@ Catalog changes are made the way a user makes them: by editing a copy of the cat
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.support import copy_catalog
 from widehouse.catalog import Catalog, load_catalog
 from widehouse.errors import CatalogError
 from widehouse.stream.replay_guard import (
@@ -44,9 +44,7 @@ class MemoryFiles:
 
 @pytest.fixture
 def schemas(tmp_path: Path) -> Path:
-    shutil.copytree(ROOT / "schemas", tmp_path / "schemas")
-    shutil.copytree(ROOT / "sql", tmp_path / "sql")
-    return tmp_path / "schemas"
+    return copy_catalog(tmp_path)
 
 
 def _edit_topic(schemas: Path, local: str, edit: object) -> Catalog:

@@ -14,14 +14,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from widehouse.catalog import Accepted, Catalog, load_catalog, parse_event
+from widehouse.catalog import Accepted, Catalog, load_catalog
 from widehouse.contracts.periods import DAY_MS, HOUR_MS
 from widehouse.errors import CatalogError
 from widehouse.generator.core import TrafficGenerator
 from widehouse.generator.manifest import diff_rows
 from widehouse.generator.options import GenerateOptions
-from widehouse.stream.transform import TransformPlan, output_schema, reference_rows, transform
-from widehouse.testing import source_batch
+from widehouse.stream.transform import TransformPlan, output_schema, transform
+from widehouse.testing import reference_rows, reference_verdicts, source_batch
 
 ROOT = Path(__file__).parents[3]
 
@@ -106,24 +106,13 @@ def test_every_message_is_accounted_for_once(catalog: Catalog, batch: pa.RecordB
     # quarantine reasons are exactly the reference parser's
     quarantined = out.filter(pc.equal(out["wh_kind"], "quarantine")).to_pylist()
     by_id = {
-        m: (p, t, pub)
-        for m, p, t, pub in zip(
-            batch["__messageId"].to_pylist(),
-            batch["value"].to_pylist(),
-            batch["__topic"].to_pylist(),
-            batch["__publishTime"].to_pylist(),
-            strict=True,
+        m: (payload, publish, verdict)
+        for m, (_, payload, publish, verdict) in zip(
+            batch["__messageId"].to_pylist(), reference_verdicts(catalog, batch), strict=True
         )
     }
     for row in quarantined:
-        payload, topic, publish = by_id[row["wh_message_id"]]
-        verdict = parse_event(
-            catalog.topic(topic),
-            payload,
-            round(publish.timestamp() * 1000),
-            catalog.rules,
-            catalog.max_payload_bytes,
-        )
+        payload, publish, verdict = by_id[row["wh_message_id"]]
         assert not isinstance(verdict, Accepted)
         assert row["wh_reason"] == verdict.reason
         assert row["wh_payload_bytes"] == len(payload)

@@ -17,6 +17,7 @@ run.
 
 from __future__ import annotations
 
+import argparse
 import logging
 import signal
 import threading
@@ -32,7 +33,7 @@ from widehouse.errors import CheckpointError, ConfigError
 from widehouse.private import private_dir
 from widehouse.settings import Settings
 from widehouse.stream.bronze import BronzeWriter
-from widehouse.stream.options import GroupSpec, RunOptions
+from widehouse.stream.options import GroupSpec, RunOptions, resolve_run
 from widehouse.stream.publishers import StreamPublishers
 from widehouse.stream.restart import GiveUp, RestartBook, RestartPolicy
 from widehouse.stream.spark.batch import BatchWriter
@@ -319,6 +320,15 @@ def _committed_batch(query: Any) -> int | None:
     if not progress or "addBatch" not in (progress.get("durationMs") or {}):
         return None
     return int(progress["batchId"])
+
+
+def stream(
+    args: argparse.Namespace, settings: Settings, progress: Callable[[str], None] | None = None
+) -> int:
+    """The use case of ``widehouse stream`` and ``stream_wide.py``: run the groups that the parsed
+    :func:`widehouse.stream.options.add_arguments` ask for until done; an exit code."""
+    groups, options = resolve_run(args, settings.state_dir)
+    return run_stream(settings, groups, options, progress)
 
 
 def run_stream(

@@ -52,26 +52,31 @@ def _transformed(
     return transform_packed(read_task(partition.task, dataclasses.replace(config, metadata=False)), plan)
 
 
-class WideStreamReader(PulsarStreamReader):
+class _Transforming:
+    """What the wide readers add to the ``pulsar`` ones: each task yields the transform's packed
+    output over its messages (:func:`_transformed`)."""
+
+    plan: TransformPlan
+    read_config: ReadConfig
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return _transformed(partition, self.read_config, self.plan)
+
+
+class WideStreamReader(_Transforming, PulsarStreamReader):
     """The ``pulsar`` stream reader whose tasks yield the transform's packed output."""
 
     def __init__(self, options: SourceOptions, plan: TransformPlan) -> None:
         super().__init__(options)
         self.plan = plan
 
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return _transformed(partition, self.read_config, self.plan)
 
-
-class WideBatchReader(PulsarBatchReader):
+class WideBatchReader(_Transforming, PulsarBatchReader):
     """The same for ``spark.read`` (between startingOffsets and endingOffsets): benchmarks, backfills."""
 
     def __init__(self, options: SourceOptions, plan: TransformPlan) -> None:
         super().__init__(options)
         self.plan = plan
-
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return _transformed(partition, self.read_config, self.plan)
 
 
 def wide_source_name(app: str, group: str, plan: TransformPlan) -> str:

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from widehouse.contracts.tables import LATE, QUARANTINE
+
 TIMEOUT = 900.0
 LIVE_CHUNK_S = 2.0
 """Live traffic is generated (and accounted) in chunks of this many seconds: a stop waits at most that."""
@@ -140,6 +142,9 @@ class FaultDeployment:
         from widehouse.generator.options import GenerateOptions
         from widehouse.generator.run import generate
 
+        chunks: dict[str, Any] = (
+            {"chunk_size": max(1, int(rate * LIVE_CHUNK_S))} if traffic is not None and rate else {}
+        )
         options = GenerateOptions(
             count=count,
             rate=rate,
@@ -148,7 +153,7 @@ class FaultDeployment:
             tenant_suffix=self.suffix,
             create_topics=True,
             topics=topics,
-            **({"chunk_size": max(1, int(rate * LIVE_CHUNK_S))} if traffic is not None and rate else {}),
+            **chunks,
         )
         if traffic is None:
             return generate(self.settings, options)
@@ -242,7 +247,7 @@ class FaultDeployment:
                     less, more = _count_gaps(want, got, counted)
                     lost, duplicated = lost + less, duplicated + more
             counts = manifest.counts()
-            for side, expected in (("quarantine", counts.quarantined), ("late_events", counts.late)):
+            for side, expected in ((QUARANTINE, counts.quarantined), (LATE, counts.late)):
                 ch_n = int(client.query(f"SELECT count() FROM {side}").result_rows[0][0])
                 dl_n = spark.read.format("delta").load(settings.delta.path("bronze", side)).count()
                 for sink, n in (("clickhouse", ch_n), ("delta", dl_n)):
@@ -320,6 +325,15 @@ def kill(process: subprocess.Popen[str]) -> None:
         os.killpg(process.pid, signal.SIGKILL)
     with contextlib.suppress(subprocess.TimeoutExpired):
         process.wait(timeout=60)
+
+
+def stop(process: subprocess.Popen[str]) -> None:
+    """Stop the app cleanly (SIGTERM: it ends at a batch boundary; up to 120 s), then :func:`kill`
+    whatever is left of its process group."""
+    process.send_signal(signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=120)
+    kill(process)
 
 
 def in_delta_commit(table_dir: Path) -> bool:

@@ -1,4 +1,4 @@
-"""The fault suite's scenarios; each returns an :class:`bench._faults.Outcome` (a row of the table).
+"""The fault suite's scenarios; each returns a :class:`~widehouse.testing.faults.Outcome` (a table row).
 
 - ``sigkills``: SIGKILLs of the streaming app from this process at random moments, inside a Delta
   commit (aimed: a data file written, its log entry not yet), and at the ``--fault`` points inside the
@@ -23,7 +23,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from bench._faults import FaultDeployment, Outcome, fill, free_port, in_delta_commit, kill
+from widehouse.testing.faults import FaultDeployment, Outcome, fill, free_port, in_delta_commit, kill, stop
 
 KINDS = (
     "random",
@@ -47,8 +47,24 @@ def _finish(outcome: Outcome, deployment: FaultDeployment, spark: Any, manifest:
     return outcome
 
 
+def _recovered(
+    outcome: Outcome, deployment: FaultDeployment, process: subprocess.Popen[str], last: int
+) -> bool:
+    """Wait for the app, still running through the fault, to commit a batch after ``last``: count the
+    recovery and its time, or note that it did not recover."""
+    back = time.monotonic()
+    try:
+        deployment.wait_commit_after(last, process)
+    except (RuntimeError, TimeoutError) as exc:
+        outcome.notes.append(f"the app did not recover by itself: {exc}")
+        return False
+    outcome.recoveries += 1
+    outcome.recover_s.append(time.monotonic() - back)
+    return True
+
+
 def sigkills(root: Path, spark: Any, kills: int, rate: float, events: int, *, seed: int = 7) -> Outcome:
-    rng = random.Random(seed)
+    rng = random.Random(seed)  # noqa: S311 - reproducible fault timing, not a secret
     outcome = Outcome(f"SIGKILL of the streaming app x{kills}")
     deployment = FaultDeployment(root / "sigkill")
     from widehouse.stream.tables import delta_partials
@@ -138,7 +154,10 @@ class OwnClickHouse:
                 f"http://127.0.0.1:{self.port}/?query=SELECT%201",
                 headers={"X-ClickHouse-User": self.user, "X-ClickHouse-Key": self.password},
             )
-            with contextlib.suppress(OSError), urllib.request.urlopen(request, timeout=5) as response:
+            with (
+                contextlib.suppress(OSError),
+                urllib.request.urlopen(request, timeout=5) as response,  # noqa: S310 - loopback URL we built
+            ):
                 if response.status == 200:
                     return
             time.sleep(0.5)
@@ -178,19 +197,10 @@ def clickhouse(
         outcome.injected += 1
         time.sleep(outage_s)
         server.start()
-        back = time.monotonic()
-        try:
-            deployment.wait_commit_after(deployment.last_commit(), process)
-            outcome.recoveries += 1
-            outcome.recover_s.append(time.monotonic() - back)
+        if _recovered(outcome, deployment, process, deployment.last_commit()):
             outcome.notes.append(f"outage {outage_s:.0f} s, same app process (in-process restarts)")
-        except (RuntimeError, TimeoutError) as exc:
-            outcome.notes.append(f"the app did not recover by itself: {exc}")
         manifest = traffic.finish()
-        process.send_signal(signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=120)
-        kill(process)
+        stop(process)
         return _finish(outcome, deployment, spark, manifest)
     finally:
         server.kill()
@@ -234,17 +244,8 @@ def pulsar(root: Path, spark: Any, events: int) -> Outcome:
         _wait_ports_free(service, timeout=120)  # a killed JVM may hold its sockets a moment longer
         up()
         outcome.notes.append(f"broker down {time.monotonic() - down:.0f} s (restart included)")
-        back = time.monotonic()
-        try:
-            deployment.wait_commit_after(deployment.last_commit(), process)
-            outcome.recoveries += 1
-            outcome.recover_s.append(time.monotonic() - back)
-        except (RuntimeError, TimeoutError) as exc:
-            outcome.notes.append(f"the app did not recover by itself: {exc}")
-        process.send_signal(signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=120)
-        kill(process)
+        _recovered(outcome, deployment, process, deployment.last_commit())
+        stop(process)
         return _finish(outcome, deployment, spark, manifest)
     finally:
         if process is not None:
@@ -308,9 +309,7 @@ def disk_full(
         deployment.wait_commit_after(last, process)
         outcome.recoveries += 1
         outcome.recover_s.append(time.monotonic() - back)
-        process.send_signal(signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=120)
+        stop(process)
         return _finish(outcome, deployment, spark, traffic.finish())
     finally:
         if process is not None:

@@ -1,0 +1,39 @@
+"""Helpers of tests in several suites: the checkout's catalog copied for a test that edits it, and
+a Python subprocess that answers in JSON."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def copy_catalog(dest: Path) -> Path:
+    """Copy ``schemas/`` and ``sql/`` (which holds the catalog's offline SQL: loading checks those
+    files exist beside it) into ``dest``; returns the copy's schemas dir."""
+    shutil.copytree(ROOT / "schemas", dest / "schemas")
+    shutil.copytree(ROOT / "sql", dest / "sql")
+    return dest / "schemas"
+
+
+def json_of_python(args: list[str], env: Mapping[str, str], stdin: str | None = None) -> Any:
+    """Run ``python *args`` from the checkout's root (e.g. a probe that must not share this
+    process's imports) and return the JSON its last line of output prints; its stderr on failure."""
+    out = subprocess.run(
+        [sys.executable, *args],
+        input=stdin,
+        cwd=ROOT,
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
