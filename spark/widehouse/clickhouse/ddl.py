@@ -236,6 +236,15 @@ def _columns_block(lines: list[str]) -> str:
     return "(\n" + ",\n".join(f"    {line}" for line in lines) + "\n)"
 
 
+def _placed(name: str, engine: str, database: str, cluster: str | None) -> tuple[str, str]:
+    """A wide table's name and engine: as given on one server; on a cluster its shard-local
+    replicated table (``<name>_local``) behind the Distributed table of ``name``."""
+    if cluster is None:
+        return name, engine
+    local = local_name(name)
+    return local, _sharded_engine(engine, database, local)
+
+
 def partial_table_ddl(
     table: WideTable, database: str, dedup_window: int = DEDUP_WINDOW, *, cluster: str | None = None
 ) -> str:
@@ -245,10 +254,7 @@ def partial_table_ddl(
     for column in table.columns:
         default = partial_default(column)
         lines.append(f"{q(column.name)} {partial_type(column)}" + (f" DEFAULT {default}" if default else ""))
-    name, engine = names.partial, "AggregatingMergeTree"
-    if cluster is not None:
-        name = local_name(name)
-        engine = _sharded_engine(engine, database, name)
+    name, engine = _placed(names.partial, "AggregatingMergeTree", database, cluster)
     return (
         f"CREATE TABLE IF NOT EXISTS {db}.{q(name)}{_on(cluster)}\n{_columns_block(lines)}\n"
         f"ENGINE = {engine}\n"
@@ -284,10 +290,7 @@ def final_table_ddl(
     lines += [f"{q(c.name)} Nullable({value_type(c.type)})" for c in table.offline_columns]
     lines.append("`finalized_at` DateTime64(3, 'UTC')")
     partition = "toYYYYMMDD(`hour`)" if table.grain == "hour" else "toYYYYMM(`day`)"
-    name, engine = names.final, "ReplacingMergeTree"
-    if cluster is not None:
-        name = local_name(name)
-        engine = _sharded_engine(engine, database, name)
+    name, engine = _placed(names.final, "ReplacingMergeTree", database, cluster)
     # Every publish of a period is a new version (its finalized_at); the ledger names the visible one.
     return (
         f"CREATE TABLE IF NOT EXISTS {db}.{q(name)}{_on(cluster)}\n{_columns_block(lines)}\n"

@@ -15,28 +15,18 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 from widehouse.services.base import JDK17_OPENS, LocalService, java_bin, require_dir
-from widehouse.services.process import PortSpec, port_is_open
+from widehouse.services.process import PortSpec, log4j2_console, port_is_open
 from widehouse.settings import LocalServicesSettings
 
-_LOG4J2 = """\
-status = warn
-appender.console.type = Console
-appender.console.name = console
-appender.console.target = SYSTEM_OUT
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{ISO8601} %-5p [%t] %c{2}: %m%n
-rootLogger = INFO, console
-logger.zookeeper.name = org.apache.zookeeper
-logger.zookeeper.level = WARN
-logger.hadoop.name = org.apache.hadoop
-logger.hadoop.level = WARN
-logger.hbase.name = org.apache.hadoop.hbase
-logger.hbase.level = INFO
-logger.requests.name = http.requests
-logger.requests.level = WARN
-logger.jetty.name = org.apache.hbase.thirdparty.org.eclipse.jetty
-logger.jetty.level = WARN
-"""
+_LOG4J2 = log4j2_console(
+    {
+        "org.apache.zookeeper": "WARN",
+        "org.apache.hadoop": "WARN",
+        "org.apache.hadoop.hbase": "INFO",
+        "http.requests": "WARN",
+        "org.apache.hbase.thirdparty.org.eclipse.jetty": "WARN",
+    }
+)
 
 
 def hbase_site(local: LocalServicesSettings, data_dir: Path) -> dict[str, str]:

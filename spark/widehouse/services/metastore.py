@@ -32,29 +32,19 @@ from widehouse.errors import SetupError
 from widehouse.private import private_dir
 from widehouse.services.base import LocalService, java_bin
 from widehouse.services.hbase import render_site
-from widehouse.services.process import PortSpec
+from widehouse.services.process import PortSpec, log4j2_console
 
 MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
 
-_LOG4J2 = """\
-status = warn
-appender.console.type = Console
-appender.console.name = console
-appender.console.target = SYSTEM_OUT
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{ISO8601} %-5p [%t] %c{2}: %m%n
-rootLogger = INFO, console
-logger.datanucleus.name = DataNucleus
-logger.datanucleus.level = WARN
-logger.datanucleus2.name = org.datanucleus
-logger.datanucleus2.level = WARN
-logger.hadoop.name = org.apache.hadoop
-logger.hadoop.level = WARN
-logger.metastore.name = org.apache.hadoop.hive.metastore
-logger.metastore.level = INFO
-logger.audit.name = org.apache.hadoop.hive.metastore.HiveMetaStore.audit
-logger.audit.level = WARN
-"""
+_LOG4J2 = log4j2_console(
+    {
+        "DataNucleus": "WARN",
+        "org.datanucleus": "WARN",
+        "org.apache.hadoop": "WARN",
+        "org.apache.hadoop.hive.metastore": "INFO",
+        "org.apache.hadoop.hive.metastore.HiveMetaStore.audit": "WARN",
+    }
+)
 
 
 def pyspark_jars_dir() -> Path:

@@ -65,6 +65,23 @@ def tail(path: Path, lines: int = 40) -> str:
     return "\n".join(data.splitlines()[-lines:])
 
 
+def log4j2_console(levels: Mapping[str, str]) -> str:
+    """A log4j2.properties for a JVM service: INFO and up to stdout (the service's log file), with
+    ``levels`` (logger name -> level) for the chattier libraries."""
+    lines = [
+        "status = warn",
+        "appender.console.type = Console",
+        "appender.console.name = console",
+        "appender.console.target = SYSTEM_OUT",
+        "appender.console.layout.type = PatternLayout",
+        "appender.console.layout.pattern = %d{ISO8601} %-5p [%t] %c{2}: %m%n",
+        "rootLogger = INFO, console",
+    ]
+    for number, (logger, level) in enumerate(levels.items()):
+        lines += [f"logger.l{number}.name = {logger}", f"logger.l{number}.level = {level}"]
+    return "\n".join(lines) + "\n"
+
+
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
