@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
 STREAM_FAMILY = "s"
 OFFLINE_FAMILY = "h"
+PACKED_QUALIFIER = "0"
+"""A day row's family is one packed cell, ``<family>:0`` (the encoding: :mod:`widehouse.hbase.packed`)."""
 
 
 @dataclass(frozen=True)
@@ -79,9 +81,12 @@ def schema_ddl(columns: list[ColumnSpec]) -> str:
 
 
 def hbase_columns(table: WideTable) -> dict[str, bytes]:
-    """``{column: b"family:qualifier"}`` for a day row: stream columns in ``s``, offline in ``h``."""
-    columns = {c.name: f"{STREAM_FAMILY}:{c.name}".encode() for c in table.columns}
-    columns.update({c.name: f"{OFFLINE_FAMILY}:{c.name}".encode() for c in table.offline_columns})
+    """``{column: b"family:0[i]"}`` for a day row: where each column sits, the i-th value of its
+    family's packed cell (stream columns in ``s:0``, offline in ``h:0``, in catalog order)."""
+    columns: dict[str, bytes] = {}
+    for family, names in ((STREAM_FAMILY, table.columns), (OFFLINE_FAMILY, table.offline_columns)):
+        for i, column in enumerate(names):
+            columns[column.name] = f"{family}:{PACKED_QUALIFIER}[{i}]".encode()
     return columns
 
 

@@ -43,6 +43,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from widehouse.catalog.schema import PACKED_QUALIFIER
 from widehouse.errors import HBaseError
 from widehouse.hbase.codec import decode_text, encode_text
 
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
 
 MAGIC = b"WF"
 VERSION = 1
-QUALIFIER = b"0"
+QUALIFIER = PACKED_QUALIFIER.encode()
 """The qualifier of a family's packed cell (``s:0``, ``h:0``)."""
 PREFIX = 10
 """Bytes before the null bitmap: magic, version, flags, fingerprint, n."""

@@ -119,10 +119,10 @@ def test_delta_schemas_and_hbase_columns(catalog: Catalog) -> None:
         "`pay_orders` bigint, `pay_usd` double"
     )
     assert hbase_columns(daily) == {
-        "orders": b"s:orders",
-        "spent": b"s:spent",
-        "pay_orders": b"h:pay_orders",
-        "pay_usd": b"h:pay_usd",
+        "orders": b"s:0[0]",
+        "spent": b"s:0[1]",
+        "pay_orders": b"h:0[0]",
+        "pay_usd": b"h:0[1]",
     }
 
 
