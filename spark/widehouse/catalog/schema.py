@@ -83,11 +83,15 @@ def schema_ddl(columns: list[ColumnSpec]) -> str:
 def hbase_columns(table: WideTable) -> dict[str, bytes]:
     """``{column: b"family:0[i]"}`` for a day row: where each column sits, the i-th value of its
     family's packed cell (stream columns in ``s:0``, offline in ``h:0``, in catalog order)."""
-    columns: dict[str, bytes] = {}
-    for family, names in ((STREAM_FAMILY, table.columns), (OFFLINE_FAMILY, table.offline_columns)):
-        for i, column in enumerate(names):
-            columns[column.name] = f"{family}:{PACKED_QUALIFIER}[{i}]".encode()
-    return columns
+    families = (
+        (STREAM_FAMILY, [c.name for c in table.columns]),
+        (OFFLINE_FAMILY, [c.name for c in table.offline_columns]),
+    )
+    return {
+        name: f"{family}:{PACKED_QUALIFIER}[{i}]".encode()
+        for family, names in families
+        for i, name in enumerate(names)
+    }
 
 
 def arrow_schema(columns: list[ColumnSpec]) -> pa.Schema:
