@@ -61,7 +61,12 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkClu
 
     builder = threading.Thread(target=build, daemon=True)
     builder.start()
-    local = settings_for(tmp_path_factory.mktemp("cluster-state")).local
+    # four cores and 4 GiB on one worker: a stream, finalize and the daily merge run at once
+    local = settings_for(
+        tmp_path_factory.mktemp("cluster-state"),
+        WIDEHOUSE_SPARK_WORKER_CORES="4",
+        WIDEHOUSE_SPARK_WORKER_MEMORY="4g",
+    ).local
     manager = ServiceManager(local)
     started: list[str] = []
     if isinstance(master_state(local), str):  # no master answers: start ours

@@ -97,10 +97,13 @@ def test_generate_offline_builds_the_hive_tables_and_the_daily_sql_reads_them(
     days = (dt.date(2026, 5, 9), dt.date(2026, 5, 10))
     spec = OfflineSpec(users=60, days=days, seed=3, database=database)
     try:
-        counts = generate_offline(spark, spec, catalog.sql_dir)
+        # drawn by 3 tasks of 25, 25 and 10 users: as many rows as drawn in one go
+        counts = generate_offline(spark, spec, catalog.sql_dir, users_per_task=25)
         assert counts["user_profile"] == 120 and counts["payments"] > 0 and counts["social_graph"] > 0
-        # re-running a day replaces that day's partitions only (same seed, same rows)
-        again = generate_offline(spark, OfflineSpec(60, days[1:], 3, database), catalog.sql_dir)
+        assert counts["payments"] == sum(1 for _ in payment_rows(spec))
+        assert counts["social_graph"] == sum(1 for _ in social_rows(spec))
+        # re-running a day replaces that day's partitions only (same seed, same rows), 9 tasks of 7
+        again = generate_offline(spark, OfflineSpec(60, days[1:], 3, database), catalog.sql_dir, 7)
         assert again["user_profile"] == 60
         per_table = spark.sql(
             " UNION ALL ".join(f"SELECT '{t}' AS t, count(*) AS n FROM {database}.{t}" for t in counts)

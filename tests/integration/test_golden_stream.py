@@ -60,9 +60,10 @@ def test_golden_fixture_through_pulsar_equals_clickhouse_and_delta(
     check_golden_stream(_deployment(tmp_path), spark)
 
 
-def check_golden_stream(deployment: Deployment, spark: Any) -> None:
+def check_golden_stream(deployment: Deployment, spark: Any) -> dict[str, Rows]:
     """Publish the fixture, run the stream over two groups, compare both sinks with expected.yaml
-    (also run on the standalone cluster by tests/cluster/)."""
+    (also run on the standalone cluster by tests/cluster/); returns expected.yaml's wide rows (per
+    table, keyed (key, period start in epoch ms), complete)."""
     catalog = deployment.catalog
     rules = catalog.rules
 
@@ -164,6 +165,7 @@ def check_golden_stream(deployment: Deployment, spark: Any) -> None:
         origins[r["topic"]]: {name: r[f"sum({name})"] for name in ("rows_in", "rows_out", "bad", "late")}
         for r in delta_progress
     } == want_progress
+    return want
 
 
 # ------------------------------------------------------------------------------------------ helpers

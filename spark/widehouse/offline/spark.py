@@ -4,7 +4,8 @@
 (DDL in ``sql/hive/offline_tables.sql``) and fills the given days for the same users the event
 generator uses (uid = 10000001 + i). Rows are drawn in Python from ``random.Random`` seeded by
 (seed, table, user, day), so they are deterministic for a seed; re-running overwrites the days'
-partitions only.
+partitions only. They are drawn on the executors, :data:`USERS_PER_TASK` users a task, so the
+driver's memory does not grow with the number of users (a million users' day is ~10M rows).
 
 :func:`offline_frame` runs a daily table's offline SQL files (``sql/hive/*.sql``) for one day and
 joins their results on the key: the offline columns the daily job writes to HBase family ``h``.
@@ -13,6 +14,7 @@ joins their results on the key: the offline columns the daily job writes to HBas
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -56,6 +58,8 @@ PRODUCTS = [
     ("diamonds_6480", 99.99),
 ]
 EPOCH = dt.datetime(2019, 1, 1, tzinfo=dt.UTC)
+USERS_PER_TASK = 20_000
+"""Users whose rows one Spark task draws (each table)."""
 
 
 @dataclass(frozen=True)
@@ -76,10 +80,10 @@ class OfflineSpec:
 
 
 # ------------------------------------------------------------------------------ data, in Python
-def profile_rows(spec: OfflineSpec) -> Iterator[tuple[Any, ...]]:
+def profile_rows(spec: OfflineSpec, indexes: range | None = None) -> Iterator[tuple[Any, ...]]:
     """(uid, nickname, country, language, gender, birth_year, register_time, user_level, vip_level,
-    is_anchor, dt): one snapshot row per user per day."""
-    for index in range(spec.users):
+    is_anchor, dt): one snapshot row per user per day (of the users ``indexes``, default all)."""
+    for index in range(spec.users) if indexes is None else indexes:
         uid = uid_of(index)
         static = seeded(spec.seed, "profile", uid)
         country = static.choices(COUNTRIES, weights=[22, 18, 10, 8, 8, 7, 6, 8, 7, 6])[0]
@@ -108,9 +112,10 @@ def profile_rows(spec: OfflineSpec) -> Iterator[tuple[Any, ...]]:
             )
 
 
-def payment_rows(spec: OfflineSpec) -> Iterator[tuple[Any, ...]]:
-    """(order_id, uid, pay_time, amount_usd, currency, channel, product, status, dt)."""
-    for index in range(spec.users):
+def payment_rows(spec: OfflineSpec, indexes: range | None = None) -> Iterator[tuple[Any, ...]]:
+    """(order_id, uid, pay_time, amount_usd, currency, channel, product, status, dt) of the users
+    ``indexes`` (default all)."""
+    for index in range(spec.users) if indexes is None else indexes:
         uid = uid_of(index)
         payer = seeded(spec.seed, "payer", uid).random() < 0.15
         if not payer:
@@ -136,11 +141,13 @@ def payment_rows(spec: OfflineSpec) -> Iterator[tuple[Any, ...]]:
                 )
 
 
-def social_rows(spec: OfflineSpec) -> Iterator[tuple[Any, ...]]:
-    """(uid, peer_uid, relation, created_time, dt): each day's snapshot of the follow/block graph."""
-    edges: list[tuple[int | str, int | str, str, dt.datetime]] = []
+def social_rows(spec: OfflineSpec, indexes: range | None = None) -> Iterator[tuple[Any, ...]]:
+    """(uid, peer_uid, relation, created_time, dt): each day's snapshot of the follow/block graph,
+    the edges from the users ``indexes`` (default all), user by user."""
     last = day_start(max(spec.days)) + DAY
-    for index in range(spec.users):
+    ends = [(day.isoformat(), day_start(day) + DAY) for day in spec.days]
+    for index in range(spec.users) if indexes is None else indexes:
+        edges: list[tuple[int | str, int | str, str, dt.datetime]] = []
         uid = uid_of(index)
         rng = seeded(spec.seed, "social", uid)
         count = min(spec.users - 1, int(rng.paretovariate(1.2) * 3))
@@ -153,12 +160,13 @@ def social_rows(spec: OfflineSpec) -> Iterator[tuple[Any, ...]]:
             window = 3 * 86_400 if rng.random() < 0.15 else 400 * 86_400
             created = last - dt.timedelta(seconds=1 + rng.randrange(window))
             edges.append((uid, uid_of(peer), relation, created))
-    for day in spec.days:
-        end = day_start(day) + DAY
-        for source, target, relation, created in edges:
-            if created < end:
-                yield (source, target, relation, created, day.isoformat())
+        for day_text, end in ends:
+            for source, target, relation, created in edges:
+                if created < end:
+                    yield (source, target, relation, created, day_text)
 
+
+_ROWS = {"payments": payment_rows, "user_profile": profile_rows, "social_graph": social_rows}
 
 _SCHEMAS = {
     "payments": "order_id string, uid bigint, pay_time timestamp, amount_usd double, currency string, "
@@ -186,19 +194,24 @@ def create_tables(spark: SparkSession, sql_dir: Path, database: str) -> None:
             spark.sql(statement.replace("${db}", f"`{database}`"))
 
 
-def generate_offline(spark: SparkSession, spec: OfflineSpec, sql_dir: Path) -> dict[str, int]:
-    """Create the offline tables and (over)write the spec's days. Returns rows written per table."""
+def generate_offline(
+    spark: SparkSession, spec: OfflineSpec, sql_dir: Path, users_per_task: int = USERS_PER_TASK
+) -> dict[str, int]:
+    """Create the offline tables and (over)write the spec's days. Returns rows written per table.
+
+    Each table's rows are drawn by ``ceil(users / users_per_task)`` tasks (:class:`_TaskRows`), so
+    nothing on the driver holds them."""
     spec = spec.validate()
     create_tables(spark, sql_dir, spec.database)
     spark.sql("SET hive.exec.dynamic.partition=true")
     spark.sql("SET hive.exec.dynamic.partition.mode=nonstrict")
+    tasks = math.ceil(spec.users / users_per_task)
+    days = ", ".join(f"'{day.isoformat()}'" for day in spec.days)
     counts = {}
-    for table, rows in (
-        ("payments", list(payment_rows(spec))),
-        ("user_profile", list(profile_rows(spec))),
-        ("social_graph", list(social_rows(spec))),
-    ):
-        frame = spark.createDataFrame(rows, _SCHEMAS[table])
+    for table in ("payments", "user_profile", "social_graph"):
+        draw = _TaskRows(table, spec, users_per_task)
+        drawn = spark.sparkContext.parallelize(range(tasks), tasks).flatMap(draw)
+        frame = spark.createDataFrame(drawn, _SCHEMAS[table])
         view = f"widehouse_offline_{table}"
         frame.createOrReplaceTempView(view)
         columns = ", ".join(f"`{c}`" for c in frame.columns)
@@ -207,8 +220,24 @@ def generate_offline(spark: SparkSession, spec: OfflineSpec, sql_dir: Path) -> d
             f"INSERT OVERWRITE TABLE `{spec.database}`.`{table}` PARTITION (dt) SELECT {columns} FROM {view}"
         )
         spark.catalog.dropTempView(view)
-        counts[table] = len(rows)
+        # the days were replaced whole: what they hold now is what was drawn
+        written = spark.sql(f"SELECT count(*) FROM `{spec.database}`.`{table}` WHERE dt IN ({days})")
+        counts[table] = int(written.collect()[0][0])
     return counts
+
+
+@dataclass(frozen=True)
+class _TaskRows:
+    """What one task of :func:`generate_offline` draws: the rows of ``table`` for its slice of users
+    (plain config, shipped to the executors)."""
+
+    table: str
+    spec: OfflineSpec
+    users_per_task: int
+
+    def __call__(self, task: int) -> Iterator[tuple[Any, ...]]:
+        first = task * self.users_per_task
+        return _ROWS[self.table](self.spec, range(first, min(self.spec.users, first + self.users_per_task)))
 
 
 def offline_frame(
