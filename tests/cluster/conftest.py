@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import settings_for
+from tests.conftest import _running, settings_for
 from widehouse.services import ServiceManager
 from widehouse.services.spark_cluster import master_state
 from widehouse.settings import LocalServicesSettings, Settings
@@ -85,18 +85,10 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkClu
 
 @pytest.fixture(scope="session")
 def services(settings: Settings) -> Iterator[Settings]:
-    """Pulsar and ClickHouse (the cluster tests use no HBase: finalize runs ``--no-hbase``), reused
-    when they answer, else started for the session; overrides tests/conftest.py's for this dir."""
-    manager = ServiceManager(settings.local)
-    needed = ["pulsar", "clickhouse"]
-    if manager.answering(needed):
-        yield settings
-        return
-    started = manager.up(needed)
-    try:
-        yield settings
-    finally:
-        manager.down(started)
+    """Pulsar and ClickHouse, started for the session where they do not answer yet (overrides
+    tests/conftest.py's, which starts every service): only the daily merge of
+    test_cluster_stream.py needs HBase, and starts it itself."""
+    yield from _running(settings, ["pulsar", "clickhouse"])
 
 
 @pytest.fixture(scope="session")

@@ -29,12 +29,12 @@ import pytest
 from pyspark.sql import functions as F  # noqa: N812
 
 from tests.cluster.conftest import SparkCluster
+from tests.conftest import _running
 from tests.integration import daily_support as daily
 from tests.integration.test_golden_stream import _deployment, _plain_rows, check_golden_stream
 from widehouse import clickhouse, hbase
 from widehouse.batch.silver import silver_path
 from widehouse.catalog import load_catalog
-from widehouse.services import ServiceManager
 from widehouse.settings import Settings, load_settings
 from widehouse.stream.tables import ensure_clickhouse
 from widehouse.testing.faults import kill
@@ -48,13 +48,7 @@ DAY = dt.date.fromisoformat(GOLDEN_DAY["day"])
 @pytest.fixture
 def with_hbase(services: Settings) -> Iterator[Settings]:
     """HBase and its Thrift server for the daily merge (started for this test if none answers)."""
-    manager = ServiceManager(services.local)
-    started = manager.up_missing(["hbase", "hbase-thrift"])
-    try:
-        yield services
-    finally:
-        if started:
-            manager.down(started)
+    yield from _running(services, ["hbase", "hbase-thrift"])
 
 
 def test_golden_stream_then_finalize_and_daily_at_once_through_the_shared_metastore(

@@ -12,6 +12,7 @@ pages) and committed to silver Delta by delta-rs. What is proven:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import uuid
@@ -30,7 +31,8 @@ from widehouse.batch.final_rows import final_hour_select
 from widehouse.batch.publish import RunInfo, conform, publication_version, publish
 from widehouse.batch.silver import DeltaRsSilver, silver_path, txn_app_id
 from widehouse.batch.spark import DeltaSilver
-from widehouse.catalog import load_catalog
+from widehouse.catalog import WideTable, load_catalog
+from widehouse.clickhouse import ClickHouse
 from widehouse.settings import Settings
 from widehouse.stream.tables import ensure_clickhouse
 
@@ -57,6 +59,19 @@ def scratch(services: Settings, tmp_path: Path) -> Iterator[Settings]:
     client.close()
 
 
+@contextlib.contextmanager
+def _hourly_stores(settings: Settings) -> Iterator[tuple[WideTable, ClickHouse]]:
+    """``user_hourly`` and a client of the scratch database, its tables and the ledger created."""
+    catalog = load_catalog(settings.schemas_dir)
+    client = clickhouse.connect(settings.clickhouse)
+    try:
+        ensure_clickhouse(client, catalog)
+        ledger.ensure(client)
+        yield catalog.table("user_hourly"), client
+    finally:
+        client.close()
+
+
 def _silver(settings: Settings, hour: dt.datetime) -> dict[int, tuple[Any, ...]]:
     """The hour's silver rows by uid (delta-rs); each uid once."""
     import deltalake
@@ -72,12 +87,7 @@ def test_final_rows_computed_in_clickhouse_reach_both_stores_page_by_page(
     scratch: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(publishing, "PAGE_ROWS", 2)  # 5 users: pages of 2, 2, 1
-    catalog = load_catalog(scratch.schemas_dir)
-    table = catalog.table("user_hourly")
-    client = clickhouse.connect(scratch.clickhouse)
-    try:
-        ensure_clickhouse(client, catalog)
-        ledger.ensure(client)
+    with _hourly_stores(scratch) as (table, client):
         for uid, logins, session in PARTIALS:
             value = "NULL" if session is None else str(session)
             client.command(
@@ -105,8 +115,6 @@ def test_final_rows_computed_in_clickhouse_reach_both_stores_page_by_page(
         }
         writer = DeltaRsSilver(scratch.delta)
         assert writer.recorded("user_hourly", HOUR) == publication_version(second.finalized_at)
-    finally:
-        client.close()
 
 
 def _rows(
@@ -166,12 +174,7 @@ def test_silver_commits_are_idempotent_per_publication_and_touch_only_their_peri
 def test_arrow_rows_streamed_in_batches_are_staged_and_published(scratch: Settings) -> None:
     """The daily merge's path (rows from HBase, not from ClickHouse): a stream of record batches,
     each batch its own idempotent insert, in both stores as given."""
-    catalog = load_catalog(scratch.schemas_dir)
-    table = catalog.table("user_hourly")
-    client = clickhouse.connect(scratch.clickhouse)
-    try:
-        ensure_clickhouse(client, catalog)
-        ledger.ensure(client)
+    with _hourly_stores(scratch) as (table, client):
         hours = pa.array([OTHER] * 3, pa.timestamp("us", tz="UTC"))
         data = pa.table({"uid": [4, 1, 9], "hour": hours, "logins": pa.array([2, 3, 4], pa.uint64())})
         batches = [data.slice(0, 2).to_batches()[0], data.slice(2).to_batches()[0]]
@@ -186,5 +189,3 @@ def test_arrow_rows_streamed_in_batches_are_staged_and_published(scratch: Settin
         assert staged == [(1, 3, None), (4, 2, None), (9, 4, None)]
         rows = _silver(scratch, OTHER)
         assert {uid: r[:2] for uid, r in rows.items()} == {1: (3, None), 4: (2, None), 9: (4, None)}
-    finally:
-        client.close()
