@@ -1,4 +1,5 @@
-"""The admin client survives the broker closing an idle keep-alive connection (reads only)."""
+"""The admin client survives the broker closing an idle keep-alive connection (reads only), and a
+cursor reset survives a subscription the broker is busy with (resets only)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from collections.abc import Iterator
 import pytest
 
 from widehouse.errors import PulsarError
-from widehouse.pulsar.admin import PulsarAdmin
+from widehouse.pulsar.admin import BUSY_ATTEMPTS, PulsarAdmin, SubscriptionBusyError
+from widehouse.pulsar.positions import Position
 from widehouse.settings import PulsarSettings
 
 BODY = b'["persistent://t/ns/a"]'
@@ -55,3 +57,85 @@ def test_a_write_is_never_retried(flaky_server: tuple[str, list[str]]) -> None:
     with admin, pytest.raises(PulsarError, match="PUT"):
         admin.request("PUT", "persistent/t/ns/a")
     assert seen == ["PUT"]
+
+
+BUSY = b'{"reason":"Failed for Subscription Busy: Failed to fence subscription"}'
+OTHER = b'{"reason":"Cursor reset is not supported here"}'
+
+
+def _answer(status: str, body: bytes) -> bytes:
+    fields = f"Connection: close\r\nContent-Type: application/json\r\nContent-Length: {len(body)}"
+    head = f"HTTP/1.1 {status}\r\n{fields}\r\n\r\n"
+    return head.encode() + body
+
+
+@pytest.fixture
+def scripted_server() -> Iterator[tuple[str, list[bytes], list[str]]]:
+    """Answers each request with the next scripted answer (then 204s), one request per connection."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    script: list[bytes] = []
+    seen: list[str] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                head = conn.recv(65536).decode().split("\r\n", 1)[0]
+                seen.append(head.rsplit(" ", 1)[0])
+                conn.sendall(
+                    script.pop(0) if script else b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n"
+                )
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.getsockname()[1]}", script, seen
+    server.close()
+
+
+def _admin(url: str) -> PulsarAdmin:
+    return PulsarAdmin(PulsarSettings(service_url="pulsar://127.0.0.1:1", admin_url=url), timeout=5)
+
+
+def test_a_cursor_reset_is_retried_while_the_subscription_is_busy(
+    scripted_server: tuple[str, list[bytes], list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a grown topic: the broker copies subscriptions onto the new partitions and answers 412 meanwhile
+    url, script, seen = scripted_server
+    monkeypatch.setattr("widehouse.pulsar.admin.time.sleep", lambda _s: None)
+    script += [_answer("412 Precondition Failed", BUSY)] * 2
+    with _admin(url) as admin:
+        admin.reset_cursor("persistent://t/ns/a-partition-1", "widehouse-app", Position(5, 7))
+        admin.reset_cursor_to_time("persistent://t/ns/a", "widehouse-app", 0)
+    assert seen == [
+        "POST /admin/v2/persistent/t/ns/a-partition-1/subscription/widehouse-app/resetcursor",
+        "POST /admin/v2/persistent/t/ns/a-partition-1/subscription/widehouse-app/resetcursor",
+        "POST /admin/v2/persistent/t/ns/a-partition-1/subscription/widehouse-app/resetcursor",
+        "POST /admin/v2/persistent/t/ns/a/subscription/widehouse-app/resetcursor/0",
+    ]
+
+
+def test_a_subscription_busy_for_good_is_a_named_error(
+    scripted_server: tuple[str, list[bytes], list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, script, seen = scripted_server
+    monkeypatch.setattr("widehouse.pulsar.admin.time.sleep", lambda _s: None)
+    script += [_answer("412 Precondition Failed", BUSY)] * BUSY_ATTEMPTS
+    with _admin(url) as admin, pytest.raises(SubscriptionBusyError, match="stayed busy after 6 attempts"):
+        admin.reset_cursor_to_time("persistent://t/ns/a", "widehouse-app", 0)
+    assert len(seen) == BUSY_ATTEMPTS
+
+
+def test_another_precondition_failure_is_not_retried(
+    scripted_server: tuple[str, list[bytes], list[str]],
+) -> None:
+    url, script, seen = scripted_server
+    script.append(_answer("412 Precondition Failed", OTHER))
+    with _admin(url) as admin, pytest.raises(PulsarError, match=r"answered 412: .*not supported") as raised:
+        admin.reset_cursor("persistent://t/ns/a", "widehouse-app", Position(1, 2))
+    assert not isinstance(raised.value, SubscriptionBusyError)
+    assert len(seen) == 1

@@ -9,6 +9,7 @@ Create one per process (or per task on executors); it holds a ``requests.Session
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack
@@ -39,6 +40,15 @@ class Call(TypedDict, total=False):
 
 class TopicNotFoundError(PulsarError):
     """The topic (or partition) does not exist (deleted, or never created)."""
+
+
+class SubscriptionBusyError(PulsarError):
+    """The broker could not fence the subscription for a cursor reset (412 "Subscription Busy"):
+    another operation on it was in flight, e.g. the broker copying subscriptions onto the new
+    partitions of a grown topic. Transient; :meth:`PulsarAdmin.reset_cursor` retries it first."""
+
+
+BUSY_ATTEMPTS = 6  # reset attempts while the subscription is busy: ~6 s of backoff in all
 
 
 class PulsarAdmin:
@@ -270,7 +280,31 @@ class PulsarAdmin:
         """Move a subscription: consumed through ``position`` (``excluded``) or up to just before it."""
         path = f"{_topic(topic).rest_path}/subscription/{quote(subscription, safe='')}/resetcursor"
         body = {"ledgerId": position.ledger, "entryId": position.entry, "excluded": excluded}
-        self.request("POST", path, json=body)
+        self._reset("POST", path, body)
+
+    def reset_cursor_to_time(self, topic: TopicName | str, subscription: str, timestamp_ms: int) -> None:
+        """Move a subscription to the first message published at or after ``timestamp_ms`` (0: the
+        earliest retained)."""
+        path = f"{_topic(topic).rest_path}/subscription/{quote(subscription, safe='')}"
+        self._reset("POST", f"{path}/resetcursor/{int(timestamp_ms)}", None)
+
+    def _reset(self, method: str, path: str, body: Any) -> None:
+        """A cursor reset, retried while the broker answers 412 "Subscription Busy". A reset names
+        its target position, so applying it again is harmless (unlike most writes)."""
+        shown = f"{self.display_url}/admin/v2/{path}"
+        for attempt in range(BUSY_ATTEMPTS):
+            response = self.response(method, path, json=body, ok=(200, 204, 412))
+            if response.status_code != 412:
+                return
+            reason = response.text.strip()[:300]
+            if "busy" not in reason.lower() and "fence" not in reason.lower():
+                raise PulsarError(f"Pulsar admin {method} {shown} answered 412: {reason}")
+            if attempt + 1 < BUSY_ATTEMPTS:
+                time.sleep(min(2.0, 0.1 * 2**attempt))
+        raise SubscriptionBusyError(
+            f"Pulsar admin {method} {shown}: the subscription stayed busy "
+            f"after {BUSY_ATTEMPTS} attempts: {reason}"
+        )
 
     def subscription_properties(self, topic: TopicName | str, subscription: str) -> dict[str, str]:
         path = f"{_topic(topic).rest_path}/subscription/{quote(subscription, safe='')}/properties"

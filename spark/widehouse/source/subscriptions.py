@@ -30,7 +30,7 @@ from typing import Any
 
 from widehouse.contracts.identity import SUBSCRIPTION_PREFIX, subscription_name, validate_app_id
 from widehouse.errors import PulsarError
-from widehouse.pulsar.admin import TopicNotFoundError
+from widehouse.pulsar.admin import SubscriptionBusyError, TopicNotFoundError
 from widehouse.pulsar.positions import Mark, Position, TopicPartition
 from widehouse.settings import PulsarSettings
 from widehouse.source.broker import BrokerView
@@ -117,12 +117,16 @@ class SubscriptionKeeper:
                 # it exists (an earlier run of the app): move it to where this run starts, so the
                 # data this run still has to read is retained, and mark it alive
                 if target is None:
-                    admin.request("POST", _reset_to_time_path(tp, self.name, 0))
+                    admin.reset_cursor_to_time(tp.name, self.name, 0)
                 else:
                     admin.reset_cursor(tp.name, self.name, target[0], excluded=target[1])
                 admin.update_subscription_properties(tp.name, self.name, props)
             except TopicNotFoundError:
                 log.info("%s vanished before subscription %s could be set up", tp, self.name)
+                return None
+            except SubscriptionBusyError as exc:
+                # left unattached: the next trigger tries again; the query goes on reading meanwhile
+                log.warning("subscription %s of %s not set up, retried next trigger: %s", self.name, tp, exc)
                 return None
             return tp
 
@@ -281,15 +285,6 @@ class SubscriptionKeeper:
             except Exception as exc:
                 log.debug("closing the Pulsar client: %s", exc)
             self._client = None
-
-
-def _reset_to_time_path(tp: TopicPartition, subscription: str, timestamp_ms: int) -> str:
-    from urllib.parse import quote
-
-    from widehouse.pulsar.topics import TopicName
-
-    rest = TopicName.parse(tp.name).rest_path
-    return f"{rest}/subscription/{quote(subscription, safe='')}/resetcursor/{timestamp_ms}"
 
 
 def _ack_callback(name: str, tp: TopicPartition) -> Any:

@@ -1,16 +1,22 @@
-"""Subscription names, where commits move cursors, and which subscriptions cleanup removes."""
+"""Subscription names, where commits move cursors, which subscriptions cleanup removes, and a busy
+subscription left for the next trigger."""
 
 from __future__ import annotations
+
+from typing import Any, cast
 
 import pytest
 
 from widehouse.contracts.identity import app_of, subscription_name
 from widehouse.errors import ConfigError
-from widehouse.pulsar.positions import Mark, Position
+from widehouse.pulsar.admin import SubscriptionBusyError
+from widehouse.pulsar.positions import Mark, Position, TopicPartition
+from widehouse.settings import PulsarSettings
 from widehouse.source.cleanup import AppSubscription, judge
 from widehouse.source.subscriptions import (
     PROP_APP,
     PROP_HEARTBEAT,
+    SubscriptionKeeper,
     ack_target,
     cursor_target,
     heartbeat_properties,
@@ -57,3 +63,54 @@ def test_cleanup_rules() -> None:
     assert judge(sub("anon", beat_s_ago=None), NOW, ttl_s=3600).remove
     retired = judge(sub("live", consumers=1), NOW, ttl_s=3600, retire=["live"])
     assert retired.remove and retired.reason == "app retired"
+
+
+class _BusyOnce:
+    """An admin whose subscriptions all exist; the first reset of ``busy`` finds it busy."""
+
+    def __init__(self, busy: str) -> None:
+        self.busy = busy
+        self.resets: list[str] = []
+
+    def create_subscription(self, *_args: object) -> bool:
+        return False
+
+    def reset_cursor_to_time(self, topic: str, _sub: str, _ms: int) -> None:
+        if topic == self.busy and self.busy not in self.resets:
+            self.resets.append(topic)
+            raise SubscriptionBusyError("stayed busy")
+        self.resets.append(topic)
+
+    def reset_cursor(self, topic: str, *_args: object, **_kw: object) -> None:
+        self.reset_cursor_to_time(topic, "", 0)
+
+    def update_subscription_properties(self, *_args: object) -> None:
+        pass
+
+
+class _View:
+    def __init__(self, admin: _BusyOnce) -> None:
+        self._admin = admin
+
+    def admin(self) -> _BusyOnce:
+        return self._admin
+
+    def map(self, fn: Any, items: list[Any]) -> list[Any]:
+        return [fn(i) for i in items]
+
+
+def test_a_busy_subscription_is_left_for_the_next_trigger_not_fatal(monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = TopicPartition("persistent://t/ns/x", 0), TopicPartition("persistent://t/ns/x", 1)
+    admin = _BusyOnce(b.name)
+    keeper = SubscriptionKeeper(
+        PulsarSettings("pulsar://127.0.0.1:1", "http://127.0.0.1:1"),
+        "app",
+        cast(Any, _View(admin)),
+        heartbeat_interval_s=0,
+    )
+    monkeypatch.setattr(keeper, "_subscribe", lambda parts: {tp: object() for tp in parts})
+    keeper.attach({a: Mark(None, -1), b: Mark(None, -1)})
+    assert keeper.attached == {a}
+    keeper.attach({b: Mark(Position(3, 4), 9)})  # what the controller asks on the next trigger
+    assert keeper.attached == {a, b}
+    assert admin.resets == [a.name, b.name, b.name]
