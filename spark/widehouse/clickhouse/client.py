@@ -152,7 +152,14 @@ class Driver(Protocol):
 class ClickHouse:
     """A ClickHouse database Widehouse writes and reads (see the module docstring)."""
 
-    def __init__(self, driver: Driver, database: str, where: str, cluster: str | None = None) -> None:
+    def __init__(
+        self,
+        driver: Driver,
+        database: str,
+        where: str,
+        cluster: str | None = None,
+        settings: ClickHouseSettings | None = None,
+    ) -> None:
         self.driver = driver
         self.database = database
         self.where = where
@@ -160,6 +167,19 @@ class ClickHouse:
         self.cluster = cluster
         """The ClickHouse cluster the tables live on (``ON CLUSTER``), or None for one server."""
         self._lock = threading.RLock()
+        self._settings = settings
+
+    def can_sibling(self) -> bool:
+        """Whether :meth:`sibling` can open another connection (a server; not in-process chDB)."""
+        return self._settings is not None and not self._settings.embedded
+
+    def sibling(self) -> ClickHouse:
+        """Another client of the same database on its own connection, for a thread that reads in
+        parallel with this one (close it when done); this client itself when it cannot open one."""
+        if not self.can_sibling():
+            return self
+        assert self._settings is not None
+        return connect(self._settings, create_database=False)
 
     # -- plain SQL (the clickhouse-connect names, serialised) ------------------------------------
     def command(self, sql: str, parameters: Mapping[str, Any] | None = None) -> Any:
@@ -329,7 +349,7 @@ def connect(settings: ClickHouseSettings, create_database: bool = True, **client
         raise ClickHouseError(_explain(settings, exc)) from exc
     except OSError as exc:
         raise ClickHouseError(f"cannot reach ClickHouse at {settings.display_dsn}: {exc}") from exc
-    return ClickHouse(driver, database, settings.display_dsn, cluster=settings.cluster)
+    return ClickHouse(driver, database, settings.display_dsn, cluster=settings.cluster, settings=settings)
 
 
 def _server_dsn(dsn: str) -> str:

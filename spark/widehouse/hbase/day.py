@@ -17,7 +17,8 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
-from collections.abc import Iterable, Iterator
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -189,9 +190,22 @@ def decode_rows(spec: DayTable, day: dt.date, rows: Iterable[tuple[bytes, dict[b
 
 def scan_bucket(hbase_table: Any, spec: DayTable, day: dt.date, bucket: int) -> pa.Table:
     """One bucket's rows of ``day``, decoded (see :func:`decode_rows`)."""
+    import pyarrow as pa
+
+    return pa.concat_tables([decode_rows(spec, day, []), *scan_bucket_chunks(hbase_table, spec, day, bucket)])
+
+
+def scan_bucket_chunks(
+    hbase_table: Any, spec: DayTable, day: dt.date, bucket: int, chunk_rows: int = CHUNK_ROWS
+) -> Iterator[pa.Table]:
+    """One bucket's rows of ``day``, decoded ``chunk_rows`` rows at a time (none: no chunk)."""
+    import itertools
+
     prefix = bucket_prefix(bucket, day, spec.buckets)
     families = [STREAM_FAMILY.encode(), OFFLINE_FAMILY.encode()]
-    return decode_rows(spec, day, hbase_table.scan(row_prefix=prefix, columns=families, batch_size=SCAN_ROWS))
+    scanner = hbase_table.scan(row_prefix=prefix, columns=families, batch_size=SCAN_ROWS)
+    while chunk := list(itertools.islice(scanner, chunk_rows)):
+        yield decode_rows(spec, day, chunk)
 
 
 def get_row(hbase_table: Any, spec: DayTable, key: int | str, day: dt.date) -> pa.Table:
@@ -202,37 +216,49 @@ def get_row(hbase_table: Any, spec: DayTable, key: int | str, day: dt.date) -> p
 
 
 def stream_day_batches(
-    client: ClickHouse, table: WideTable, day: dt.date, buckets: int
+    client: ClickHouse, table: WideTable, day: dt.date, buckets: int, span: range | None = None
 ) -> contextlib.AbstractContextManager[Iterator[pa.RecordBatch]]:
-    """The stream's day columns of ``table`` for ``day`` (``<T>_merged``, partials merged per day),
-    streamed in blocks ordered by salt bucket, with the bucket in column ``_bucket``.
+    """The stream's day columns of ``table`` for ``day`` (``<T>_merged``, partials merged per day)
+    of the salt buckets in ``span`` (default: all), streamed in blocks ordered by salt bucket, with
+    the bucket in column ``_bucket``.
 
     ClickHouse's ``CRC32`` is zlib's, so ``CRC32(toString(key)) % buckets`` is
-    :func:`~widehouse.hbase.keys.salt_of`."""
+    :func:`~widehouse.hbase.keys.salt_of`. The bucket depends on the view's GROUP BY key only, so
+    ClickHouse filters the partials before it aggregates them."""
     from widehouse.clickhouse.ddl import q, table_names
 
+    span = span if span is not None else range(buckets)
     key = q(table.key_name)
+    salt = f"toUInt32(CRC32(toString({key})) % {int(buckets)})"
     return client.arrow_batches(
-        f"SELECT *, toUInt32(CRC32(toString({key})) % {int(buckets)}) AS _bucket "
-        f"FROM {q(table_names(table).merged)} WHERE {q(table.period)} = {{d:Date}} ORDER BY _bucket",
+        f"SELECT *, {salt} AS _bucket FROM {q(table_names(table).merged)} "
+        f"WHERE {q(table.period)} = {{d:Date}} AND {salt} BETWEEN {span.start} AND {span.stop - 1} "
+        "ORDER BY _bucket",
         {"d": day.isoformat()},
         settings={"max_block_size": CHUNK_ROWS},
     )
 
 
-def write_stream_batches(writer: FamilyWriter, batches: Iterable[pa.RecordBatch]) -> FamilyWrite:
-    """Put the blocks (ordered by ``_bucket``) and prune each bucket once its rows are all put."""
+def write_stream_batches(
+    writer: FamilyWriter, batches: Iterable[pa.RecordBatch], span: range | None = None
+) -> FamilyWrite:
+    """Put the blocks (ordered by ``_bucket``, all within ``span``: by default every bucket) and
+    prune each bucket of ``span`` once its rows are all put."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    done = 0  # buckets below this one are finished
+    span = span if span is not None else range(writer.spec.buckets)
+    done = span.start  # buckets below this one are finished
     for batch in batches:
         if batch.num_rows == 0:
             continue
         bucket_column = batch.column("_bucket")
         first, last = (value.as_py() for value in pc.min_max(bucket_column).values())
-        if first < done:
-            raise HBaseError(f"stream rows of {writer.spec.name} came out of salt-bucket order")
+        if first < done or last >= span.stop:
+            raise HBaseError(
+                f"stream rows of {writer.spec.name} came out of salt-bucket order or outside buckets "
+                f"{span.start}-{span.stop - 1} (bucket {first if first < done else last})"
+            )
         rows = pa.Table.from_batches([batch])
         for bucket in range(done, last + 1):
             # buckets from ``done`` up to ``first`` have no rows in this block: they only finish
@@ -242,7 +268,7 @@ def write_stream_batches(writer: FamilyWriter, batches: Iterable[pa.RecordBatch]
             if bucket < last:
                 writer.finish_bucket(bucket)
         done = last
-    for bucket in range(done, writer.spec.buckets):
+    for bucket in range(done, span.stop):
         writer.finish_bucket(bucket)
     return writer.result
 
@@ -258,13 +284,19 @@ def refresh_stream_family(
 ) -> FamilyWrite:
     """Family ``s`` of ``table``'s day rows := the stream's day columns from ClickHouse.
 
-    Streams ``<T>_merged`` for ``day`` in blocks ordered by salt bucket and puts every row's packed
-    family cell (absolute puts; the family of rows the stream no longer has for the day is deleted,
-    bucket by bucket, so memory holds one block and one bucket's row keys), so it
-    can run after every finalized hour of the day and again in the daily merge. Creates the day
-    table (pre-split) when ``presplit`` is given and the table is missing.
-    Raises HBaseError naming the Thrift server when HBase cannot be reached.
+    Salt bucket by bucket, each bucket's rows of ``<T>_merged`` for ``day`` are streamed in blocks
+    and every row's packed family cell is put (absolute puts; the family of rows the stream no
+    longer has for the day is deleted once the bucket is done), so it can run after every finalized
+    hour of the day and again in the daily merge. One ClickHouse query per bucket keeps what
+    ClickHouse aggregates at once to a bucket's users (the whole day at a million users passed
+    a 4 GiB query limit), and Python holds one block and one bucket's row keys per worker.
+    ``settings.refresh_workers`` threads take buckets one at a time, each with its own Thrift
+    connection and (when ``client`` can open one: a server, not in-process chDB) its own
+    ClickHouse connection. Creates the day table (pre-split) when ``presplit`` is given and the
+    table is missing. Raises HBaseError naming the Thrift server when HBase cannot be reached.
     """
+    from concurrent.futures import ThreadPoolExecutor
+
     from thriftpy2.thrift import TException
 
     from widehouse.hbase.connection import connect
@@ -277,15 +309,61 @@ def refresh_stream_family(
             ensure_day_table(connection, spec, presplit)
         else:
             check_day_table(connection, spec)
-        writer = FamilyWriter(connection.table(spec.name), spec, STREAM_FAMILY, day)
-        with stream_day_batches(client, table, day, spec.buckets) as batches:
-            result = write_stream_batches(writer, batches)
     except (TException, OSError) as exc:
-        raise thrift_failure(settings, f"writing family s of {spec.name} for {day}", exc) from exc
+        raise thrift_failure(settings, f"checking {spec.name} for {day}", exc) from exc
     finally:
         connection.close()
+    todo = iter(range(spec.buckets))
+    lock = threading.Lock()
+
+    def next_bucket() -> int | None:
+        with lock:
+            return next(todo, None)
+
+    def work(own_client: bool) -> FamilyWrite:
+        reader = client.sibling() if own_client else client
+        try:
+            return _refresh_buckets(reader, settings, spec, table, day, next_bucket)
+        finally:
+            if reader is not client:
+                reader.close()
+
+    workers = max(1, min(settings.refresh_workers, spec.buckets))
+    with ThreadPoolExecutor(workers, thread_name_prefix="widehouse-refresh") as pool:
+        own = client.can_sibling()
+        done = list(pool.map(work, [own and i > 0 for i in range(workers)]))
+    result = FamilyWrite(sum(d.rows for d in done), sum(d.pruned for d in done))
     log.info("%s %s: family s <- %d stream rows (%d pruned)", spec.name, day, result.rows, result.pruned)
     return result
+
+
+def _refresh_buckets(  # noqa: PLR0917 - one refresh worker's parts
+    client: ClickHouse,
+    settings: HBaseSettings,
+    spec: DayTable,
+    table: WideTable,
+    day: dt.date,
+    next_bucket: Callable[[], int | None],
+) -> FamilyWrite:
+    """One worker of :func:`refresh_stream_family`: buckets from ``next_bucket`` until None."""
+    from thriftpy2.thrift import TException
+
+    from widehouse.hbase.connection import connect
+
+    bucket: int | None = None
+    connection = connect(settings)
+    try:
+        writer = FamilyWriter(connection.table(spec.name), spec, STREAM_FAMILY, day)
+        while (bucket := next_bucket()) is not None:
+            span = range(bucket, bucket + 1)
+            with stream_day_batches(client, table, day, spec.buckets, span) as batches:
+                write_stream_batches(writer, batches, span)
+        return writer.result
+    except (TException, OSError) as exc:
+        doing = f"writing family s of {spec.name} bucket {bucket} for {day}"
+        raise thrift_failure(settings, doing, exc) from exc
+    finally:
+        connection.close()
 
 
 @dataclass(frozen=True)

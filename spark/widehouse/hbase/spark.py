@@ -10,8 +10,10 @@ Both run one Spark task per salt bucket, and each task opens its own Thrift conn
   :mod:`.day`) and prunes the rows of its buckets that the new data lacks; the driver prunes the
   buckets that got no row. Timestamps travel as
   epoch ms, so no time zone is involved.
-- :func:`extract_day`: task i scans the prefix ``<i>|<yyyymmdd>|`` and returns its rows as one Arrow
-  IPC stream; the driver concatenates them (sorted by key). Failures name the Thrift server.
+- :func:`extract_day`: task i scans the prefix ``<i>|<yyyymmdd>|`` and returns its rows as Arrow IPC
+  blobs of at most :data:`~widehouse.hbase.day.CHUNK_ROWS` rows; the driver reads them as a stream
+  (``toLocalIterator``, the next bucket's task running while one is consumed), so it holds a few
+  chunks, not the day. Failures name the Thrift server.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from widehouse.catalog.schema import OFFLINE_FAMILY
 from widehouse.errors import HBaseError
-from widehouse.hbase.day import FamilyWrite, FamilyWriter, scan_bucket, thrift_failure
+from widehouse.hbase.day import FamilyWrite, FamilyWriter, decode_rows, scan_bucket_chunks, thrift_failure
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -140,31 +142,41 @@ def _scan_buckets(
         hbase_table = connection.table(spec.name)
         for bucket in buckets:
             try:
-                rows = scan_bucket(hbase_table, spec, day, bucket)
+                for rows in scan_bucket_chunks(hbase_table, spec, day, bucket):
+                    sink = pa.BufferOutputStream()
+                    with pa.ipc.new_stream(sink, rows.schema) as writer:
+                        writer.write_table(rows)
+                    yield sink.getvalue().to_pybytes()
             except (TException, OSError) as exc:
                 raise thrift_failure(
                     settings, f"scanning {spec.name} bucket {bucket} for {day}", exc
                 ) from exc
-            sink = pa.BufferOutputStream()
-            with pa.ipc.new_stream(sink, rows.schema) as writer:
-                writer.write_table(rows)
-            yield sink.getvalue().to_pybytes()
     finally:
         connection.close()
 
 
-def extract_day(spark: SparkSession, settings: HBaseSettings, spec: DayTable, day: dt.date) -> pa.Table:
-    """The day's rows of the day table, one Spark task per salt bucket, sorted by key."""
+def extract_day(
+    spark: SparkSession, settings: HBaseSettings, spec: DayTable, day: dt.date
+) -> pa.RecordBatchReader:
+    """The day's rows of the day table, one Spark task per salt bucket, as a stream of record
+    batches in bucket order (read it once; a failed task raises HBaseError while it is read)."""
     import pyarrow as pa
 
     task = functools.partial(_scan_buckets, settings, spec, day)
-    rdd = spark.sparkContext.parallelize(range(spec.buckets), spec.buckets)
-    try:
-        blobs = rdd.mapPartitions(task).collect()
-    except Exception as exc:  # Py4J/PythonException wrap the task's error: name the server
-        raise task_failure(settings, f"extracting {spec.name} for {day}", exc) from exc
-    tables = [pa.ipc.open_stream(blob).read_all() for blob in blobs]
-    return pa.concat_tables(tables).sort_by(spec.key_name)
+    rdd = spark.sparkContext.parallelize(range(spec.buckets), spec.buckets).mapPartitions(task)
+    doing = f"extracting {spec.name} for {day}"
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        try:
+            blobs = rdd.toLocalIterator(prefetchPartitions=True)
+            for blob in blobs:
+                yield from pa.ipc.open_stream(blob).read_all().to_batches()
+        except HBaseError:
+            raise
+        except Exception as exc:  # Py4J/PythonException wrap the task's error: name the server
+            raise task_failure(settings, doing, exc) from exc
+
+    return pa.RecordBatchReader.from_batches(decode_rows(spec, day, []).schema, batches())
 
 
 def task_failure(settings: HBaseSettings, doing: str, exc: BaseException) -> HBaseError:

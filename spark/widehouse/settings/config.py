@@ -88,6 +88,7 @@ class HBaseSettings:
     port: int
     timeout_ms: int = declared_default("hbase.timeout_ms")
     salt_buckets: int = declared_default("hbase.salt_buckets")
+    refresh_workers: int = declared_default("hbase.refresh_workers")
     table_prefix: str = declared_default("hbase.table_prefix")
     zookeeper: str = field(default="127.0.0.1:2181", kw_only=True)
     """ZooKeeper quorum ``host:port[,host:port]``, for the admin tool that pre-splits day tables."""

@@ -153,6 +153,14 @@ SERVICE_VARIABLES: tuple[Variable[Any], ...] = (
         "Salt buckets of the HBase day tables (row key prefix, pre-split regions, parallel extract scans).",
     ),
     Variable(
+        "WIDEHOUSE_HBASE_REFRESH_WORKERS",
+        4,
+        parse_positive_int,
+        "hbase.refresh_workers",
+        "Threads that write the stream family of an HBase day table (finalize's refresh, the daily merge): "
+        "each takes salt buckets one at a time, with its own ClickHouse query and Thrift connection.",
+    ),
+    Variable(
         "WIDEHOUSE_HBASE_TABLE_PREFIX",
         "wh_",
         parse_hbase_table_prefix,

@@ -50,3 +50,18 @@ def test_a_block_starting_past_the_first_bucket_is_put_once() -> None:
 def test_blocks_out_of_bucket_order_are_refused() -> None:
     with pytest.raises(HBaseError, match="out of salt-bucket order"):
         write_stream_batches(Recorder(buckets=4), [_batch([(1, 2)]), _batch([(2, 1)])])  # type: ignore[arg-type]
+
+
+def test_a_span_finishes_only_its_own_buckets() -> None:
+    writer = Recorder(buckets=8)
+    # a worker's query for buckets 3-5: bucket 3 empty, rows in 4 and 5
+    write_stream_batches(writer, [_batch([(20, 4), (21, 5)])], range(3, 6))  # type: ignore[arg-type]
+    assert sorted(uid for put in writer.puts for uid in put) == [20, 21]
+    assert writer.finished == [3, 4, 5]
+
+
+def test_rows_outside_the_span_are_refused() -> None:
+    with pytest.raises(HBaseError, match="outside buckets 2-2 \\(bucket 3\\)"):
+        write_stream_batches(Recorder(buckets=4), [_batch([(1, 3)])], range(2, 3))  # type: ignore[arg-type]
+    with pytest.raises(HBaseError, match="outside buckets 2-2 \\(bucket 1\\)"):
+        write_stream_batches(Recorder(buckets=4), [_batch([(1, 1)])], range(2, 3))  # type: ignore[arg-type]

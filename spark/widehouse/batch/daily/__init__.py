@@ -16,10 +16,13 @@ the same rows):
    one per salt bucket (:func:`widehouse.hbase.spark.write_offline_family`).
 4. **Extract**: one Spark task per salt bucket scans its prefix; a key seen only in the stream or
    only in Hive still gets a row, the other half null (counts 0)
-   (:func:`widehouse.hbase.spark.extract_day`).
+   (:func:`widehouse.hbase.spark.extract_day`). The rows come as a stream in chunks, which step 5
+   stages as it reads them: the driver holds a few chunks, not the day.
 5. **Publish** (:func:`widehouse.batch.publish.publish`): staged in ClickHouse ``<T>_final``,
    prepared, committed to Delta ``silver/<T>``, then the ledger row that makes the day visible.
-   An HBase failure in steps 2-4 stops the run before this step, so nothing of the day is published.
+   An HBase failure in steps 2-4 stops the run before the publication is prepared, so nothing of
+   the day is published (rows staged under a version the ledger never names stay invisible, and
+   the next publication of the day deletes them).
 
 The request and outcome live here (light); the use case is :func:`widehouse.batch.daily.spark.run_daily`.
 """
@@ -65,7 +68,8 @@ class DailyOutcome:
     extracted: int
     published: PublishResult
     seconds: dict[str, float]
-    """Wall time per step (``refresh-stream``, ``write-offline``, ``extract``, ``publish``)."""
+    """Wall time per step (``refresh-stream``, ``write-offline``, ``publish``: the extract is a
+    stream publish stages as it reads, so its time is in ``publish`` and ``published.seconds['stage']``)."""
 
     def summary(self) -> str:
         timing = ", ".join(f"{k} {v:.1f}s" for k, v in self.seconds.items())

@@ -111,8 +111,8 @@ def _merge(  # noqa: PLR0917 - run_daily's parts, under the day's lease
     offline = write_offline_family(settings.hbase, spec, frame, day)
     lap("write-offline")
     step("extract")
+    # a stream: the scan runs while publish stages it (its time is in publish's ``stage``)
     rows = extract_day(spark, settings.hbase, spec, day)
-    lap("extract")
     step("publish")
     run = RunInfo(
         run_id=request.run_id,
@@ -121,8 +121,9 @@ def _merge(  # noqa: PLR0917 - run_daily's parts, under the day's lease
     )
     result = publish(client, silver, table, day, rows, run, step=step, lease=lease)
     lap("publish")
+    extracted = result.rows  # every extracted row is staged (one row per key)
     outcome = DailyOutcome(
-        table.name, day, spec.name, spec.buckets, stream, offline, rows.num_rows, result, seconds
+        table.name, day, spec.name, spec.buckets, stream, offline, extracted, result, seconds
     )
     log.info("%s", outcome.summary())
     return outcome
