@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from widehouse.catalog.schema import OFFLINE_FAMILY, STREAM_FAMILY
 from widehouse.errors import HBaseError
-from widehouse.hbase.keys import bucket_prefix, key_of, row_key, salted_row_key
+from widehouse.hbase.keys import bucket_prefix, key_of, row_key, salted_row_keys
 from widehouse.hbase.packed import FamilyLayout
 
 if TYPE_CHECKING:
@@ -107,8 +107,9 @@ class FamilyWriter:
         qualifier = self.layout.cell
         buckets = self.spec.buckets
         with self.hbase_table.batch(batch_size=batch_rows) as batch:
-            for key, cell in zip(keys, cells.to_pylist(), strict=True):
-                bucket, row = salted_row_key(key, self.day, buckets)
+            for (bucket, row), cell in zip(
+                salted_row_keys(keys, self.day, buckets), cells.to_pylist(), strict=True
+            ):
                 self._written.setdefault(bucket, set()).add(row)
                 batch.put(row, {qualifier: cell})
         self.rows += len(keys)

@@ -53,6 +53,16 @@ def test_row_keys_by_hand() -> None:
     assert keys.row_key(10000001, DAY, 1) == b"0|20261122|10000001"
 
 
+def test_many_row_keys_at_once_by_hand() -> None:
+    assert keys.salted_row_keys([10000001, "10000002"], DAY, 16) == [
+        (11, b"11|20261122|10000001"),
+        (1, b"01|20261122|10000002"),
+    ]
+    assert keys.salted_row_keys([10000005], DAY, 1000) == [(978, b"978|20261122|10000005")]
+    with pytest.raises(ConfigError, match=r"row key"):
+        keys.salted_row_keys([1, "a|b"], DAY, 16)
+
+
 def test_bucket_prefixes_and_widths() -> None:
     assert keys.bucket_prefix(3, DAY, 16) == b"03|20261122|"
     assert keys.bucket_prefix(0, dt.date(2026, 1, 5), 10) == b"0|20260105|"
