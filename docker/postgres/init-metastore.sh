@@ -9,3 +9,7 @@ psql -v ON_ERROR_STOP=1 --username "$POSTGRES_USER" --dbname "$POSTGRES_DB" <<'S
 CREATE USER hive WITH PASSWORD :'hive_password';
 CREATE DATABASE metastore OWNER hive;
 SQL
+# Hive 2.3's schema (the version of Spark's built-in Hive client, which the metastore service runs),
+# created as the hive user so it owns every table; the metastore then starts with schema verification on.
+psql -v ON_ERROR_STOP=1 --quiet --username "$POSTGRES_USER" --dbname metastore \
+  -c 'SET ROLE hive' -f /opt/hive-schema/hive-schema-2.3.0.postgres.sql
