@@ -14,6 +14,10 @@
   earlier run never collide and every Spark process of the session, subprocesses included, shares
   one catalog and one warehouse dir.
 - ``spark``: one local SparkSession (Delta + Hive) for the session, tuned small.
+
+The session owns what it starts (:mod:`widehouse.services.ownership`): :func:`pytest_configure`
+first stops what a dead test session left running (never the environment's own state dir's
+services), then marks this session so every process it starts inherits the mark.
 """
 
 from __future__ import annotations
@@ -21,13 +25,14 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from widehouse.services import ServiceManager
+from widehouse.services import ServiceManager, ownership
 from widehouse.settings import Settings, load_settings
 
 SPARK_TEST_CONF = {
@@ -61,7 +66,20 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+_MARK = pytest.StashKey[ownership.Mark]()
+"""This session's mark (released at its end)."""
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    # what a dead session (SIGKILL, CI time-out) left would hold the ports this session needs
+    reaped = ownership.reap(protected=[load_settings().local.state_dir])
+    for leftover in reaped:
+        _say(
+            config,
+            f"widehouse: stopped pid {leftover.pid} of dead test session {leftover.mark}: "
+            f"{leftover.command[:160]}",
+        )
+    config.stash[_MARK] = ownership.claim()
     # one password for the whole session: settings loaded anywhere (tests build their own, and
     # subprocesses inherit os.environ with another state dir) reach the same ClickHouse service
     os.environ["WIDEHOUSE_CLICKHOUSE_PASSWORD"] = session_clickhouse_password()
@@ -69,6 +87,20 @@ def pytest_configure(config: pytest.Config) -> None:
     named = ("WIDEHOUSE_HIVE_METASTORE_URI", "WIDEHOUSE_HIVE_METASTORE_PORT")
     if not any(os.environ.get(name) for name in named):
         os.environ["WIDEHOUSE_HIVE_METASTORE_PORT"] = str(free_port())
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    mark = config.stash.get(_MARK, None)
+    if mark is not None:
+        ownership.release(mark)
+
+
+def _say(config: pytest.Config, line: str) -> None:
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(line)
+    else:
+        print(line, file=sys.stderr)
 
 
 def settings_for(state_dir: Path, **overrides: str) -> Settings:

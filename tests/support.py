@@ -1,9 +1,10 @@
-"""Helpers of tests in several suites: the checkout's catalog copied for a test that edits it, and
-a Python subprocess that answers in JSON."""
+"""Helpers of tests in several suites: the checkout's catalog copied for a test that edits it,
+a Python subprocess that answers in JSON, and an environment without the session's settings."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -12,6 +13,14 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def without_settings() -> dict[str, str]:
+    """``os.environ`` without its ``WIDEHOUSE_*`` settings, but with the test session's mark
+    (``WIDEHOUSE_TEST_SESSION``): what a subprocess starts stays the session's, reaped if it dies."""
+    from widehouse.services.ownership import SESSION_VARIABLE
+
+    return {k: v for k, v in os.environ.items() if not k.startswith("WIDEHOUSE_") or k == SESSION_VARIABLE}
 
 
 def copy_catalog(dest: Path) -> Path:

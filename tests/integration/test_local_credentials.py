@@ -4,7 +4,6 @@ state dir, own free port) and stops it; the session's services are not touched."
 
 from __future__ import annotations
 
-import os
 import socket
 import stat
 import subprocess
@@ -14,6 +13,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.support import without_settings
 
 pytestmark = [pytest.mark.integration]
 
@@ -55,7 +56,7 @@ def test_services_up_generates_the_password_the_server_requires(tmp_path: Path) 
     state.mkdir(mode=0o755)
     state.chmod(0o755)  # an existing, open state dir: `up` tightens it
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("WIDEHOUSE_")}
+    env = without_settings()
     env.update({"WIDEHOUSE_STATE_DIR": str(state), "WIDEHOUSE_CLICKHOUSE_PORT": str(port)})
     try:
         up = services(env, "up")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-import os
 import stat
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from urllib.parse import quote
 
 import pytest
 
+from tests.support import without_settings
 from widehouse.orchestration.connections import ConnectionFields, overlay_from
 from widehouse.private import (
     AIRFLOW_PASSWORD,
@@ -151,7 +151,7 @@ def test_the_rendered_dev_connections_reach_the_local_clickhouse_with_its_passwo
 
 
 def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("WIDEHOUSE_")}
+    base = without_settings()
     return subprocess.run(
         [sys.executable, "-m", "widehouse", *args],
         capture_output=True,

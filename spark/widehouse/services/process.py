@@ -7,7 +7,8 @@ and a health probe says when it is ready.
 Processes are started in their own session (process group) so that stopping one also stops every
 child it spawned. Each command line carries a marker (``-Dwidehouse.service=<name>`` plus the state
 directory) so that a pid file pointing at a recycled pid is recognised as stale, and so that
-``down`` finds a service even when its pid file was lost.
+``down`` finds a service even when its pid file was lost. Under a test session every process also
+inherits the session's mark and is recorded in its pid set (:mod:`widehouse.services.ownership`).
 """
 
 from __future__ import annotations
@@ -108,7 +109,7 @@ def _cmdline(pid: int) -> str:
     return raw.replace(b"\0", b" ").decode("utf-8", errors="replace")
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -123,7 +124,7 @@ def _pid_alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
-def _start_time(pid: int) -> str | None:
+def start_time(pid: int) -> str | None:
     """The process start time in clock ticks since boot (field 22 of /proc/<pid>/stat)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -134,7 +135,7 @@ def _start_time(pid: int) -> str | None:
 
 def _group_alive(pgid: int) -> bool:
     """True while the leader or any member of process group ``pgid`` is alive (not a zombie)."""
-    if _pid_alive(pgid):
+    if pid_alive(pgid):
         return True
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -156,7 +157,7 @@ def find_marked_pids(marker: str) -> list[int]:
         if not entry.name.isdigit():
             continue
         pid = int(entry.name)
-        if pid != me and marker in _cmdline(pid) and _pid_alive(pid):
+        if pid != me and marker in _cmdline(pid) and pid_alive(pid):
             pids.append(pid)
     return sorted(pids)
 
@@ -215,7 +216,7 @@ class ManagedProcess:
         except (ValueError, IndexError):
             pid_file.unlink(missing_ok=True)
             return None
-        if _pid_alive(pid) and started is not None and _start_time(pid) == started:
+        if pid_alive(pid) and started is not None and start_time(pid) == started:
             return pid
         pid_file.unlink(missing_ok=True)  # dead, or the pid now belongs to another program
         return None
@@ -260,7 +261,10 @@ class ManagedProcess:
                 )
             except OSError as exc:
                 raise ServiceError(f"cannot launch {spec.name} ({spec.argv[0]}): {exc}") from exc
-        spec.pid_file.write_text(f"{self._popen.pid} {_start_time(self._popen.pid)}\n")
+        spec.pid_file.write_text(f"{self._popen.pid} {start_time(self._popen.pid)}\n")
+        from widehouse.services import ownership  # imports this module
+
+        ownership.record(self._popen.pid, spec.name)  # a test session's: reaped if the session dies
         return self._popen.pid
 
     def exit_code(self) -> int | None:
@@ -300,14 +304,14 @@ class ManagedProcess:
         """
         groups = [p for p in [self.pid(), *self.stray_pids()] if p is not None]
         for pgid in groups:
-            _signal_group(pgid, signal.SIGTERM)
+            signal_group(pgid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
         while any(_group_alive(g) for g in groups) and time.monotonic() < deadline:
             self._reap()
             time.sleep(0.2)
         for pgid in groups:
             if _group_alive(pgid):
-                _signal_group(pgid, signal.SIGKILL)
+                signal_group(pgid, signal.SIGKILL)
         while any(_group_alive(g) for g in groups):
             self._reap()
             time.sleep(0.1)
@@ -320,7 +324,7 @@ class ManagedProcess:
             self._popen.poll()
 
 
-def _signal_group(pid: int, sig: signal.Signals) -> None:
+def signal_group(pid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
     with contextlib.suppress(ProcessLookupError, PermissionError):
