@@ -154,11 +154,12 @@ SERVICE_VARIABLES: tuple[Variable[Any], ...] = (
     ),
     Variable(
         "WIDEHOUSE_HBASE_REFRESH_WORKERS",
-        4,
+        2,
         parse_positive_int,
         "hbase.refresh_workers",
         "Threads that write the stream family of an HBase day table (finalize's refresh, the daily merge): "
-        "each takes salt buckets one at a time, with its own ClickHouse query and Thrift connection.",
+        "each takes salt buckets one at a time, with its own ClickHouse query and Thrift connection "
+        "(2 fits a 2-core box that also runs ClickHouse and HBase; raise it with more cores or servers).",
     ),
     Variable(
         "WIDEHOUSE_HBASE_TABLE_PREFIX",
