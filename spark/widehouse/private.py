@@ -26,6 +26,8 @@ from widehouse.errors import ConfigError
 SECRETS_DIR = "secrets"
 CLICKHOUSE_PASSWORD = "clickhouse-password"  # noqa: S105 - the file name, not a password
 AIRFLOW_PASSWORD = "airflow-password"  # noqa: S105 - the file name, not a password
+PULSAR_ADMIN_TOKEN = "pulsar-admin-token"  # noqa: S105 - the file name, not a token
+PULSAR_SECRET_KEY = "pulsar-token-secret.key"  # noqa: S105 - the file name of the local HS256 key
 PRIVATE_DIR_MODE = 0o700
 SECRET_FILE_MODE = 0o600
 

@@ -44,6 +44,7 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     "WIDEHOUSE_PULSAR_SERVICE_URL": ("pulsar+ssl://pulsar.prod:6651/", "pulsar+ssl://pulsar.prod:6651"),
     "WIDEHOUSE_PULSAR_ADMIN_URL": ("https://pulsar.prod:8443", "https://pulsar.prod:8443"),
     "WIDEHOUSE_PULSAR_AUTH_TOKEN": ("eyJhbGciOi.payload.sig", "eyJhbGciOi.payload.sig"),
+    "WIDEHOUSE_PULSAR_AUTH": ("Token", "token"),
     "WIDEHOUSE_CLICKHOUSE_DSN": (
         "http://wh:pw@ch.prod:8123/analytics",
         "http://wh:pw@ch.prod:8123/analytics",
@@ -55,6 +56,7 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     "WIDEHOUSE_HBASE_PORT": ("19090", 19090),
     "WIDEHOUSE_HBASE_TIMEOUT_MS": ("5000", 5000),
     "WIDEHOUSE_HBASE_SALT_BUCKETS": ("32", 32),
+    "WIDEHOUSE_HBASE_REFRESH_WORKERS": ("7", 7),
     "WIDEHOUSE_HBASE_TABLE_PREFIX": ("widehouse:", "widehouse:"),
     "WIDEHOUSE_HBASE_ZOOKEEPER": ("zk1:2181, zk2:2181", "zk1:2181,zk2:2181"),
     "WIDEHOUSE_HIVE_METASTORE_URI": ("thrift://metastore.prod:9083", "thrift://metastore.prod:9083"),
@@ -217,6 +219,7 @@ def test_dataclass_defaults_come_from_the_table() -> None:
         "local.java_home": None,  # None = java on PATH, what JAVA_HOME unset gives
         "hbase.zookeeper": "127.0.0.1:2181",  # what the default ZooKeeper port gives
         "local.clickhouse_password": None,  # none until `widehouse services up` generates one
+        "pulsar.auth_token": None,  # none unless WIDEHOUSE_PULSAR_AUTH=token and its up made one
         "airflow.password": None,  # none until `widehouse airflow up` generates one
         "local.hive_warehouse_dir": None,  # loading derives it from WIDEHOUSE_HIVE_WAREHOUSE
     }
@@ -242,7 +245,7 @@ def test_documented_defaults() -> None:
     assert doc["WIDEHOUSE_STREAM_SINKS"] == "clickhouse,delta"
     assert doc["WIDEHOUSE_SPARK_UI"] == "false"
     assert doc["WIDEHOUSE_HIVE_METASTORE_URI"] == "thrift://127.0.0.1:<hive metastore port>"
-    assert doc["WIDEHOUSE_PULSAR_AUTH_TOKEN"] == "(none)"
+    assert doc["WIDEHOUSE_PULSAR_AUTH_TOKEN"].startswith("(none)")
     assert format_value(180.0) == "180" and format_value(()) == "(none)"
 
 
@@ -695,3 +698,21 @@ def test_stream_publishing_defaults_and_the_empty_control_topic() -> None:
 def test_an_airflow_port_taken_by_a_local_service_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="WIDEHOUSE_PULSAR_WEB_PORT and WIDEHOUSE_AIRFLOW_PORT are both"):
         load_settings({**BASE, "WIDEHOUSE_AIRFLOW_PORT": "8090"})
+
+
+def test_the_local_secured_pulsar_token_is_the_default_only_with_token_auth(tmp_path: Path) -> None:
+    state = {"WIDEHOUSE_STATE_DIR": str(tmp_path)}
+    assert (
+        load_settings({**state, "WIDEHOUSE_PULSAR_AUTH": "token"}).pulsar.auth_token is None
+    )  # not made yet
+    secrets_dir = tmp_path / "secrets"
+    secrets_dir.mkdir(mode=0o700)
+    (secrets_dir / "pulsar-admin-token").write_text("made.by.up\n")
+    assert load_settings({**state, "WIDEHOUSE_PULSAR_AUTH": "token"}).pulsar.auth_token == "made.by.up"
+    assert load_settings(state).pulsar.auth_token is None  # auth off: no token sent
+    explicit = {**state, "WIDEHOUSE_PULSAR_AUTH": "token", "WIDEHOUSE_PULSAR_AUTH_TOKEN": "mine.x.y"}
+    assert load_settings(explicit).pulsar.auth_token == "mine.x.y"
+    with pytest.raises(
+        ConfigError, match="WIDEHOUSE_PULSAR_AUTH='tls' is invalid: expected one of none, token"
+    ):
+        load_settings({**state, "WIDEHOUSE_PULSAR_AUTH": "tls"})

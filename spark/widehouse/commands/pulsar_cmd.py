@@ -11,6 +11,9 @@ Both scan ``--namespace`` (repeatable; default: every namespace of every tenant)
 - ``dedup TOPIC_OR_NAMESPACE...`` says whether broker-side deduplication (what the ``pulsar`` sink's
   exactly-once rests on) is in force and which setting decides; ``--enable`` / ``--disable`` set
   the namespace policy first.
+- ``token ROLE`` prints a token for ROLE signed with the local secured Pulsar's key
+  (``WIDEHOUSE_PULSAR_AUTH=token``), ``--ttl`` to make it expire; ``--grant TENANT/NS`` (repeatable)
+  also grants the role ``--actions`` there, with the superuser token of the settings.
 """
 
 from __future__ import annotations
@@ -69,6 +72,18 @@ def register(subparsers: Any) -> None:
         help="is deduplication (the sink's exactly-once) on for these topics / namespaces",
         description="Show, and optionally set, broker-side deduplication per namespace or topic.",
     )
+    token = add_command(
+        actions,
+        "token",
+        run_token,
+        help="print a token for a role of the local secured Pulsar (WIDEHOUSE_PULSAR_AUTH=token)",
+        description="Sign a JWT for ROLE with the local broker's secret key and print it; optionally "
+        "grant the role permissions on namespaces.",
+    )
+    token.add_argument("role")
+    token.add_argument("--ttl", type=parse_duration, default=None, help="expire after (default: never)")
+    token.add_argument("--grant", action="append", default=[], metavar="TENANT/NS")
+    token.add_argument("--actions", default="produce,consume", help="with --grant (default: produce,consume)")
     dedup.add_argument("targets", nargs="+", metavar="TOPIC|TENANT/NS")
     switch = dedup.add_mutually_exclusive_group()
     switch.add_argument("--enable", action="store_true", help="enable it on the namespaces first")
@@ -156,6 +171,20 @@ def _age(seconds: float | None) -> str:
     if seconds < 7200:
         return f"{seconds / 60:.0f}m"
     return f"{seconds / 3600:.1f}h"
+
+
+def run_token(args: argparse.Namespace, settings: Settings) -> int:
+    from widehouse.pulsar.admin import PulsarAdmin
+    from widehouse.pulsar.tokens import issue_token
+
+    token = issue_token(settings.state_dir, args.role, ttl_seconds=args.ttl)
+    actions = [a.strip() for a in args.actions.split(",") if a.strip()]
+    if args.grant:
+        with PulsarAdmin(settings.pulsar) as admin:
+            for namespace in args.grant:
+                admin.grant_permission(namespace, args.role, actions)
+    print(token)  # the one output, for $(...): asked for explicitly
+    return 0
 
 
 def run_dedup(args: argparse.Namespace, settings: Settings) -> int:

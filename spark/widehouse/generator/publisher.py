@@ -22,7 +22,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from widehouse.errors import PulsarError
 from widehouse.generator.badinput import LABEL_PROPERTY
 from widehouse.generator.core import Chunk
 from widehouse.pulsar import client as pulsar_client
@@ -93,7 +92,7 @@ class Publisher:
                 self._raw.append([p._producer for p in producers])  # the C++ producer: no per-call checks
         except Exception as exc:
             self.client.close()
-            raise PulsarError(f"cannot create producers for {topic}: {exc}") from exc
+            raise pulsar_client.explain(f"cannot create producers for {topic}", exc, settings) from exc
         self._partition_cache: dict[tuple[int, str], int] = {}
 
     def _callback(self, result: Any, _message_id: Any) -> None:

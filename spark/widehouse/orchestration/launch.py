@@ -10,6 +10,13 @@ client mode (the executors get the code from ``WIDEHOUSE_SPARK_ARCHIVE`` / ``_PY
 :class:`ClusterLauncher` (``cluster``, YARN and Kubernetes only: :func:`check_deploy_mode`) is
 ``spark-submit --deploy-mode cluster`` of ``spark/jobs/stream_wide.py``; the cluster manager owns the
 process, so liveness there is the commit recency alone (``running`` returns None).
+
+Secrets never go on a command line (``ps`` shows it to every user of the machine). A local group's
+driver inherits them in its environment (the supervisor's, plus the Airflow Connections' overlay:
+``WIDEHOUSE_PULSAR_AUTH_TOKEN`` from ``widehouse_pulsar``'s password). A cluster driver does not
+inherit spark-submit's environment, so :data:`DRIVER_SECRETS` travel as the driver's environment
+(``spark.yarn.appMasterEnv.*`` / ``spark.kubernetes.driverEnv.*``) in a 0600 properties file that
+exists only while spark-submit runs (``--properties-file`` with ``--load-spark-defaults``, Spark 4).
 """
 
 from __future__ import annotations
@@ -18,7 +25,9 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Protocol
 
@@ -167,7 +176,44 @@ def check_deploy_mode(settings: Settings) -> None:
     )
 
 
-def submit_command(settings: Settings, group: str, plan_uri: str, job: str) -> list[str]:
+DRIVER_SECRETS = ("WIDEHOUSE_PULSAR_AUTH_TOKEN",)
+"""Variables a cluster driver gets through the private properties file, never the command line."""
+DRIVER_ENV_PREFIXES = ("spark.yarn.appMasterEnv.", "spark.kubernetes.driverEnv.")
+
+
+def driver_secret_properties(env: Mapping[str, str]) -> str:
+    """The properties-file text that sets :data:`DRIVER_SECRETS` found in ``env`` as the cluster
+    driver's environment (empty when there are none)."""
+    lines = []
+    for name in DRIVER_SECRETS:
+        value = env.get(name)
+        if not value:
+            continue
+        if any(c in value for c in "\\\n\r"):  # a JWT never has them; a properties file would mangle them
+            raise ConfigError(f"{name} holds a backslash or a line break; it cannot go to the cluster driver")
+        lines += [f"{prefix}{name}={value}" for prefix in DRIVER_ENV_PREFIXES]
+    return "".join(f"{line}\n" for line in lines)
+
+
+@contextmanager
+def private_properties(text: str) -> Iterator[Path | None]:
+    """``text`` in a 0600 temporary file for the duration of the block (None for no text)."""
+    if not text:
+        yield None
+        return
+    fd, name = tempfile.mkstemp(prefix="widehouse-submit-", suffix=".properties")  # 0600
+    path = Path(name)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        yield path
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def submit_command(
+    settings: Settings, group: str, plan_uri: str, job: str, properties_file: Path | None = None
+) -> list[str]:
     """``spark-submit --deploy-mode cluster`` of the stream entrypoint for one group (YARN, Kubernetes).
 
     ``plan_uri`` and ``job`` must be reachable from the cluster (e.g. on shared storage); the app's
@@ -206,6 +252,8 @@ def submit_command(settings: Settings, group: str, plan_uri: str, job: str) -> l
         command += ["--py-files", ",".join(spark.py_files)]
     for key, value in spark.extra_conf:
         command += ["--conf", f"{key}={value}"]
+    if properties_file is not None:  # the driver's secrets; spark-defaults.conf still applies
+        command += ["--properties-file", str(properties_file), "--load-spark-defaults"]
     return [*command, job, "--plan", plan_uri, "--group", group]
 
 
@@ -221,10 +269,10 @@ class ClusterLauncher:
         self.env = dict(env or {})
 
     def start(self, group: str, plan: Plan) -> None:
-        command = submit_command(self.settings, group, self.plan_uri, self.job)
-        done = subprocess.run(
-            command, env={**os.environ, **self.env}, capture_output=True, text=True, check=False
-        )
+        env = {**os.environ, **self.env}
+        with private_properties(driver_secret_properties(env)) as secrets:
+            command = submit_command(self.settings, group, self.plan_uri, self.job, secrets)
+            done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise OrchestrationError(
                 f"spark-submit of slot group {group!r} failed ({done.returncode}): {done.stderr[-2000:]}"

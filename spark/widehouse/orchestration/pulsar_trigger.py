@@ -112,20 +112,33 @@ class PulsarWatermarkTrigger(BaseEventTrigger):
     def _open(self, settings: Any, topic: str) -> tuple[Any, Any]:
         import pulsar
 
+        from widehouse.pulsar.auth import PulsarAuthError, client_error
         from widehouse.pulsar.client import connect
 
-        client = connect(settings.pulsar)
+        subject = f"cannot read the control topic {topic}"
+        try:
+            client = connect(settings.pulsar)
+        except PulsarAuthError as exc:  # refused credentials: say which topic needed them
+            raise type(exc)(f"{subject}: {exc}") from exc
         start = pulsar.MessageId.earliest if self.position == "earliest" else pulsar.MessageId.latest
         try:
             reader = client.create_reader(topic, start, is_read_compacted=True)
         except Exception as exc:  # the C++ client raises its own exception types
             client.close()
-            raise ConfigError(f"cannot read the control topic {topic}: {exc}") from exc
+            refused = client_error(subject, exc, settings.pulsar)
+            if refused is not None:
+                raise refused from exc
+            raise ConfigError(f"{subject}: {exc}") from exc
         return client, reader
 
-    def _drain(self, reader: Any, limit: int = 10_000) -> list[WatermarkEvent]:
-        """Events available now (waits up to ``poll_seconds`` for the first); bad messages skipped."""
+    def _drain(self, reader: Any, token: str | None = None, limit: int = 10_000) -> list[WatermarkEvent]:
+        """Events available now (waits up to ``poll_seconds`` for the first); bad messages skipped.
+
+        A wait that times out with an expired ``token`` raises: the broker dropped the reader's
+        connection, so the trigger would otherwise wait, silently, forever."""
         import pulsar
+
+        from widehouse.pulsar.auth import expired_error
 
         events: list[WatermarkEvent] = []
         timeout = int(self.poll_seconds * 1000)
@@ -133,6 +146,9 @@ class PulsarWatermarkTrigger(BaseEventTrigger):
             try:
                 message = reader.read_next(timeout_millis=timeout)
             except pulsar.Timeout:
+                expired = expired_error(f"reading the control topic {reader.topic()}", token)
+                if expired is not None:
+                    raise expired from None
                 break
             timeout = 50  # after the first message, take only what is already there
             try:
@@ -153,7 +169,7 @@ class PulsarWatermarkTrigger(BaseEventTrigger):
         self.log.info("watching %s for %s from %s", topic, self.table, watch.next_hour.isoformat())
         try:
             while True:
-                for event in await asyncio.to_thread(self._drain, reader):
+                for event in await asyncio.to_thread(self._drain, reader, settings.pulsar.auth_token):
                     watch.observe(event)
                 groups = await asyncio.to_thread(self._plan_groups, watch, settings)
                 hours = watch.ready_hours(groups)

@@ -2,7 +2,9 @@
 
 Only what Widehouse needs: tenants and namespaces, partitioned topics (create, grow), topic lists,
 stats, subscriptions, deduplication policies, registered schemas. Every failure is a
-:class:`PulsarError` naming the request and Pulsar's answer.
+:class:`PulsarError` naming the request and Pulsar's answer; a broker that refuses the token (or
+its absence) answers with a :class:`~widehouse.pulsar.auth.PulsarAuthError` naming the request, the
+role and an expired token as such (never the token).
 Create one per process (or per task on executors); it holds a ``requests.Session``.
 """
 
@@ -16,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack
 from urllib.parse import quote
 
 from widehouse.errors import PulsarError
+from widehouse.pulsar.auth import admin_error, check_token
 from widehouse.pulsar.positions import EntryInfo, Position
 from widehouse.pulsar.topics import TopicName
 from widehouse.settings import PulsarSettings
@@ -70,6 +73,7 @@ class PulsarAdmin:
         )
         self._session.mount("http://", HTTPAdapter(max_retries=retry))
         self._session.mount("https://", HTTPAdapter(max_retries=retry))
+        self._token = settings.auth_token  # only to explain a refusal (role, expiry); never shown
         if settings.auth_token:
             self._session.headers["Authorization"] = f"Bearer {settings.auth_token}"
 
@@ -108,10 +112,14 @@ class PulsarAdmin:
 
         url = f"{self.base_url}/admin/v2/{path}"
         shown = f"{self.display_url}/admin/v2/{path}"  # credentials masked
+        check_token(f"Pulsar admin {method} {shown}", self._token)  # expired: fail before asking
         try:
             response = self._session.request(method, url, json=json, params=params, timeout=self.timeout)
         except requests.RequestException as exc:
             raise PulsarError(f"Pulsar admin {method} {shown} failed: {exc}") from exc
+        refused = admin_error(f"Pulsar admin {method} {shown}", response, self._token)
+        if refused is not None:
+            raise refused
         if response.status_code not in ok:
             reason = response.text.strip()[:500]
             raise PulsarError(f"Pulsar admin {method} {shown} answered {response.status_code}: {reason}")
@@ -140,6 +148,18 @@ class PulsarAdmin:
     def delete_namespace(self, namespace: str) -> None:
         """Delete a namespace without topics (delete them first: :meth:`delete_topic`)."""
         self.request("DELETE", f"namespaces/{namespace}", ok=(200, 204, 404))
+
+    def grant_permission(self, namespace: str, role: str, actions: Sequence[str]) -> None:
+        """Grant ``role`` the ``actions`` (``produce``, ``consume``, ...) on ``namespace`` (a broker
+        with authorization on; needs a superuser's or the tenant admin's token)."""
+        if not role or "/" in role:
+            raise PulsarError(f"role {role!r} must be a non-empty name without '/'")
+        path = f"namespaces/{namespace}/permissions/{quote(role, safe='')}"
+        self.request("POST", path, json=list(actions), ok=(200, 204))
+
+    def permissions(self, namespace: str) -> dict[str, list[str]]:
+        """Each role's granted actions on ``namespace``."""
+        return dict(self.request("GET", f"namespaces/{namespace}/permissions") or {})
 
     def set_auto_topic_creation(self, namespace: str, allowed: bool) -> None:
         """Allow or forbid creating topics of ``namespace`` by using them (the broker's default)."""

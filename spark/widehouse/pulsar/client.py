@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 from widehouse.errors import PulsarError
+from widehouse.pulsar.auth import check_token, client_error, probe_credentials
 from widehouse.settings import PulsarSettings, mask_url
 
 _log = logging.getLogger("widehouse.pulsar.client")
@@ -35,9 +36,19 @@ def connect(settings: PulsarSettings, **kwargs: Any) -> Any:
     """A ``pulsar.Client`` for the configured service URL, with token auth when set.
 
     Create it where it is used (driver, or inside ``read``/``write`` on executors); it is not picklable.
+
+    Credentials are checked first, so a refusal is said at once: an expired token locally
+    (:class:`~widehouse.pulsar.auth.PulsarTokenExpiredError`), a missing or rejected one by one
+    admin REST request when the settings carry a usable admin URL (the C++ client would retry the
+    refused handshake until its 30 s operation timeout and then say only "TimeOut").
     """
     import pulsar
 
+    subject = f"Pulsar client for {mask_url(settings.service_url)}"
+    check_token(subject, settings.auth_token)
+    refused = probe_credentials(subject, settings)
+    if refused is not None:
+        raise refused
     options: dict[str, Any] = {
         "operation_timeout_seconds": 30,
         "logger": native_logger(),
@@ -51,3 +62,13 @@ def connect(settings: PulsarSettings, **kwargs: Any) -> Any:
         raise PulsarError(
             f"cannot create a Pulsar client for {mask_url(settings.service_url)}: {exc}"
         ) from exc
+
+
+def explain(subject: str, exc: BaseException, settings: PulsarSettings) -> PulsarError:
+    """A client call's failure as a :class:`PulsarError` naming ``subject`` (the topic and what was
+    done): an authentication, authorization or expired-token error when that is the cause (see
+    :mod:`widehouse.pulsar.auth`), else the client's own message. Raise it ``from exc``."""
+    refused = client_error(subject, exc, settings)
+    if refused is not None:
+        return refused
+    return PulsarError(f"{subject}: {exc}")

@@ -31,7 +31,9 @@ def _masked_repr(obj: Any, **masked: object) -> str:
 class PulsarSettings:
     service_url: str = field(repr=False)
     admin_url: str = field(repr=False)
-    auth_token: str | None = field(default=declared_default("pulsar.auth_token"), repr=False)
+    auth_token: str | None = field(default=None, repr=False)
+    """None: no token (a hand-built config); loaded settings default to the local secured broker's
+    superuser token when WIDEHOUSE_PULSAR_AUTH=token."""
 
     @property
     def display_service_url(self) -> str:
@@ -156,6 +158,8 @@ class LocalServicesSettings:
     pulsar_web_port: int = declared_default("local.pulsar_web_port")
     pulsar_heap: str = declared_default("local.pulsar_heap")
     pulsar_direct_memory: str = declared_default("local.pulsar_direct_memory")
+    pulsar_auth: str = declared_default("local.pulsar_auth")
+    """``none`` or ``token`` (authentication and authorization on, keys under ``<state>/secrets``)."""
     hbase_zk_port: int = declared_default("local.hbase_zk_port")
     hbase_master_port: int = declared_default("local.hbase_master_port")
     hbase_master_info_port: int = declared_default("local.hbase_master_info_port")

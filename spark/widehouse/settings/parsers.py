@@ -176,6 +176,16 @@ def parse_supervisor_mode(value: str) -> str:
         raise ValueError(f"expected one of {', '.join(SUPERVISOR_MODES)}") from None
 
 
+PULSAR_AUTH_MODES = ("none", "token")
+
+
+def parse_pulsar_auth(value: str) -> str:
+    mode = value.strip().lower()
+    if mode not in PULSAR_AUTH_MODES:
+        raise ValueError(f"expected one of {', '.join(PULSAR_AUTH_MODES)}")
+    return mode
+
+
 def parse_control_topic(value: str) -> str | None:
     if not value or value.lower() == "none":
         return None

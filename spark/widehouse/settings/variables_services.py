@@ -33,6 +33,7 @@ from widehouse.settings.parsers import (
     parse_port,
     parse_positive_float,
     parse_positive_int,
+    parse_pulsar_auth,
     parse_salt_buckets,
     parse_spark_conf,
     parse_spark_master,
@@ -88,10 +89,19 @@ SERVICE_VARIABLES: tuple[Variable[Any], ...] = (
     ),
     Variable(
         "WIDEHOUSE_PULSAR_AUTH_TOKEN",
-        None,
+        Derived(
+            "(none); with WIDEHOUSE_PULSAR_AUTH=token the local broker's superuser token "
+            f"<state>/{private.SECRETS_DIR}/{private.PULSAR_ADMIN_TOKEN}",
+            (STATE, "WIDEHOUSE_PULSAR_AUTH"),
+            lambda r: (
+                private.read_secret(r[STATE], private.PULSAR_ADMIN_TOKEN)
+                if r["WIDEHOUSE_PULSAR_AUTH"] == "token"
+                else None
+            ),
+        ),
         parse_token,
         "pulsar.auth_token",
-        "JWT for Pulsar token authentication.",
+        "JWT for Pulsar token authentication (the client, the admin REST calls, source, sink, generator).",
         secret=True,
     ),
     Variable(
@@ -299,6 +309,14 @@ SERVICE_VARIABLES: tuple[Variable[Any], ...] = (
         parse_port,
         "local.pulsar_web_port",
         "Local Pulsar standalone: admin REST / web port (not 8080, which Airflow's API server takes).",
+    ),
+    Variable(
+        "WIDEHOUSE_PULSAR_AUTH",
+        "none",
+        parse_pulsar_auth,
+        "local.pulsar_auth",
+        "Local Pulsar standalone: `token` turns on token authentication and authorization (a secret key "
+        "and a superuser token, role `widehouse-admin`, generated under <state>/secrets); `none`: open.",
     ),
     Variable(
         "WIDEHOUSE_PULSAR_HEAP",

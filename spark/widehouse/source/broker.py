@@ -23,6 +23,7 @@ from typing import TypeVar
 
 from widehouse.errors import ConfigError, PulsarError
 from widehouse.pulsar.admin import PulsarAdmin, TopicNotFoundError
+from widehouse.pulsar.auth import PulsarAuthError
 from widehouse.pulsar.positions import EntryInfo, Mark, Position, TopicPartition
 from widehouse.pulsar.topics import TopicName
 from widehouse.settings import PulsarSettings
@@ -137,6 +138,8 @@ class BrokerView:
         def listing(namespace: str) -> list[str]:
             try:
                 return self.admin().list_topics(namespace)
+            except PulsarAuthError:
+                raise  # already names the namespace and the role; keep its kind for callers
             except PulsarError as exc:
                 raise PulsarError(f"cannot list the topics of namespace {namespace}: {exc}") from exc
 

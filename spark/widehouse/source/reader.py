@@ -177,10 +177,24 @@ class _Opener:
     def reader(self, i: int) -> Any:
         self._issue_until(i + _OPEN_AHEAD)
         if not self.events[i].wait(self.config.read_timeout_ms / 1000):
-            raise PulsarError(f"creating a reader on {self.slices[i].tp} timed out")
+            from widehouse.pulsar.auth import expired_error
+
+            subject = f"creating a reader on {self.slices[i].tp}"
+            expired = expired_error(subject, self.config.auth_token)  # the handshake kept failing
+            if expired is not None:
+                raise expired
+            raise PulsarError(f"{subject} timed out")
         result = self.results.pop(i)
         if not hasattr(result, "read_next"):
-            raise PulsarError(f"cannot read {self.slices[i].tp}: {result}")
+            from widehouse.pulsar.auth import client_error
+            from widehouse.settings import PulsarSettings
+
+            subject = f"cannot read {self.slices[i].tp}"
+            settings = PulsarSettings(self.config.service_url, "http://unused", self.config.auth_token)
+            refused = client_error(subject, result, settings)  # e.g. the token expired while running
+            if refused is not None:
+                raise refused
+            raise PulsarError(f"{subject}: {result}")
         return result
 
     def close(self) -> None:

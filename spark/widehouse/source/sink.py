@@ -182,7 +182,11 @@ class _Producers:
                 if "Busy" in type(exc).__name__ + str(exc) and time.monotonic() < deadline:
                     time.sleep(1.0)
                     continue
-                raise PulsarError(f"cannot create producer {self.name} on {topic}: {exc}") from exc
+                from widehouse.pulsar.client import explain
+
+                raise explain(
+                    f"cannot create producer {self.name} on {topic}", exc, self.options.pulsar
+                ) from exc
 
     def callback(self, result: Any, _message_id: Any = None) -> None:
         if result != self._ok:

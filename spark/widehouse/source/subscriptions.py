@@ -174,12 +174,29 @@ class SubscriptionKeeper:
         if parts and not done.wait(_WAIT_S + len(parts) * 0.05):
             raise PulsarError(f"attaching subscription {self.name} to {len(parts)} partitions timed out")
         failed = {tp: r for tp, r in results.items() if not hasattr(r, "acknowledge_cumulative_async")}
+        self._raise_if_refused(failed)
         if failed:  # the subscriptions exist; their consumers are retried on the next trigger
             sample = ", ".join(f"{tp}: {r}" for tp, r in sorted(failed.items())[:5])
             log.warning(
                 "%d consumer(s) of %s not attached (retried next trigger): %s", len(failed), self.name, sample
             )
         return {tp: c for tp, c in results.items() if tp not in failed}
+
+    def _raise_if_refused(self, failed: Mapping[TopicPartition, Any]) -> None:
+        """A consumer the broker refused (no or a rejected token, a role without permission, an
+        expired token) is not retried on the next trigger: it would be refused again, forever."""
+        from widehouse.pulsar.auth import client_error, expired_error
+
+        for tp, result in sorted(failed.items()):
+            subject = f"attaching subscription {self.name} to {tp}"
+            refused: PulsarError | None
+            if getattr(result, "name", "") in ("Timeout", "ConnectError"):
+                # transient (retried next trigger) unless the token has expired
+                refused = expired_error(subject, self.settings.auth_token)
+            else:
+                refused = client_error(subject, result, self.settings)
+            if refused is not None:
+                raise refused
 
     def _ensure_client(self) -> Any:
         if self._client is None:

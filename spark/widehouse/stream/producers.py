@@ -93,7 +93,9 @@ class Producers:
                     block_if_queue_full=True,
                 )
             except Exception as exc:  # the C++ client raises its own exception types
-                raise PulsarError(f"cannot create producer {name!r} on {topic}: {exc}") from exc
+                from widehouse.pulsar.client import explain
+
+                raise explain(f"cannot create producer {name!r} on {topic}", exc, self.pulsar) from exc
             self._producers[(topic, name)] = found
         return found
 
@@ -151,6 +153,12 @@ class Producers:
                     raise PulsarError(f"{len(failures)} of {sent} messages failed: {failures[0]}")
             except Exception as exc:  # the C++ client raises its own exception types
                 self._drop(topic, name)
+                from widehouse.pulsar.auth import client_error
+
+                # an expired token (the broker drops the connection, sends time out) is said as such
+                refused = client_error(f"publishing to {topic} as {name!r}", exc, self.pulsar)
+                if refused is not None:
+                    raise refused from exc
                 raise PulsarError(f"publishing to {topic} as {name!r} failed: {exc}") from exc
             return sent
 

@@ -7,7 +7,9 @@ The rule, per slot group:
 - a **committed batch resets** the count: only failures in a row, with no batch committed in
   between, use up the budget (a transient outage a week ago does not count against today);
 - after ``max_restarts`` consecutive restarts have failed again, the group is given up with an error
-  that names it, the number of failures, the setting to change and the last error.
+  that names it, the number of failures, the setting to change and the last error;
+- a failure because Pulsar refused the credentials (an expired token, above all) is given up at
+  once: every restart would be refused the same way.
 
 Settings: ``WIDEHOUSE_STREAM_MAX_RESTARTS``, ``WIDEHOUSE_STREAM_RESTART_BACKOFF_SECONDS``,
 ``WIDEHOUSE_STREAM_RESTART_BACKOFF_MAX_SECONDS``. No jitter: the groups of one app fail for their
@@ -21,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from widehouse.errors import ConfigError
+from widehouse.pulsar.auth import is_refusal
 from widehouse.settings import StreamSettings
 
 
@@ -83,6 +86,12 @@ class RestartBook:
         """The group's query failed at ``now``: when to restart it, or give it up."""
         count = self.failures.get(group, 0) + 1
         self.failures[group] = count
+        if is_refusal(error):  # a restart would be refused the same way, forever: say so now
+            self.pending.pop(group, None)
+            return GiveUp(
+                f"slot group {group}: Pulsar refused the credentials (no, a rejected or an expired "
+                f"token, or a role without permission); not restarted. Error: {error}"
+            )
         if count > self.policy.max_restarts:
             self.pending.pop(group, None)
             return GiveUp(
