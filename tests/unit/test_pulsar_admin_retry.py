@@ -3,9 +3,10 @@ cursor reset survives a subscription the broker is busy with (resets only)."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -18,13 +19,13 @@ BODY = b'["persistent://t/ns/a"]'
 OK = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(BODY), BODY)
 
 
-@pytest.fixture
-def flaky_server() -> Iterator[tuple[str, list[str]]]:
-    """Each connection gets one request; the first is dropped without an answer, the rest get 200."""
+@contextlib.contextmanager
+def _server(reply: Callable[[str], bytes | None]) -> Iterator[str]:
+    """A one-request-per-connection HTTP server: ``reply(request line)`` is sent back (None: the
+    connection is closed without an answer)."""
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen()
-    seen: list[str] = []
 
     def serve() -> None:
         while True:
@@ -33,15 +34,29 @@ def flaky_server() -> Iterator[tuple[str, list[str]]]:
             except OSError:
                 return
             with conn:
-                request = conn.recv(65536).decode()
-                seen.append(request.split(" ", 1)[0])
-                if len(seen) > 1:
-                    conn.sendall(OK)
+                answer = reply(conn.recv(65536).decode().split("\r\n", 1)[0])
+                if answer is not None:
+                    conn.sendall(answer)
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{server.getsockname()[1]}", seen
-    server.close()
+    try:
+        yield f"http://127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def flaky_server() -> Iterator[tuple[str, list[str]]]:
+    """Each connection gets one request; the first is dropped without an answer, the rest get 200."""
+    seen: list[str] = []
+
+    def reply(line: str) -> bytes | None:
+        seen.append(line.split(" ", 1)[0])
+        return OK if len(seen) > 1 else None
+
+    with _server(reply) as url:
+        yield url, seen
 
 
 def test_a_read_is_retried_on_a_dropped_connection(flaky_server: tuple[str, list[str]]) -> None:
@@ -72,29 +87,15 @@ def _answer(status: str, body: bytes) -> bytes:
 @pytest.fixture
 def scripted_server() -> Iterator[tuple[str, list[bytes], list[str]]]:
     """Answers each request with the next scripted answer (then 204s), one request per connection."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen()
     script: list[bytes] = []
     seen: list[str] = []
 
-    def serve() -> None:
-        while True:
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                return
-            with conn:
-                head = conn.recv(65536).decode().split("\r\n", 1)[0]
-                seen.append(head.rsplit(" ", 1)[0])
-                conn.sendall(
-                    script.pop(0) if script else b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n"
-                )
+    def reply(line: str) -> bytes:
+        seen.append(line.rsplit(" ", 1)[0])
+        return script.pop(0) if script else b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n"
 
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.getsockname()[1]}", script, seen
-    server.close()
+    with _server(reply) as url:
+        yield url, script, seen
 
 
 def _admin(url: str) -> PulsarAdmin:
