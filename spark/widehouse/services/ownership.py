@@ -39,7 +39,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from widehouse.services.process import pid_alive, signal_group, start_time
+from widehouse.services.pids import cmdline as _cmdline
+from widehouse.services.pids import pid_alive, signal_group, start_time
 
 SESSION_VARIABLE = "WIDEHOUSE_TEST_SESSION"
 """The environment variable that marks a process as owned by a test session."""
@@ -208,13 +209,6 @@ def _mark_of(pid: int) -> Mark | None:
         if entry.startswith(prefix):
             return Mark.parse(entry[len(prefix) :].decode("ascii", errors="replace"))
     return None
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
 
 
 def _stat_fields(pid: int) -> list[str] | None:

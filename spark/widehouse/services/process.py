@@ -24,6 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from widehouse.errors import PortInUseError, ServiceError
+from widehouse.services import ownership
+from widehouse.services.pids import cmdline as _cmdline
+from widehouse.services.pids import pid_alive, signal_group, start_time
 
 HealthProbe = Callable[[], str | None]
 """Returns None when healthy, else a short reason why not (yet)."""
@@ -99,38 +102,6 @@ def port_is_open(port: int, host: str = "127.0.0.1", timeout: float = 1.0) -> bo
             return True
     except OSError:
         return False
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return ""
-    return raw.replace(b"\0", b" ").decode("utf-8", errors="replace")
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # a zombie (our own exited child not yet reaped) is not alive for our purposes
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
-
-
-def start_time(pid: int) -> str | None:
-    """The process start time in clock ticks since boot (field 22 of /proc/<pid>/stat)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[-1].split()[19]
 
 
 def _group_alive(pgid: int) -> bool:
@@ -262,8 +233,6 @@ class ManagedProcess:
             except OSError as exc:
                 raise ServiceError(f"cannot launch {spec.name} ({spec.argv[0]}): {exc}") from exc
         spec.pid_file.write_text(f"{self._popen.pid} {start_time(self._popen.pid)}\n")
-        from widehouse.services import ownership  # imports this module
-
         ownership.record(self._popen.pid, spec.name)  # a test session's: reaped if the session dies
         return self._popen.pid
 
@@ -322,13 +291,6 @@ class ManagedProcess:
     def _reap(self) -> None:
         if self._popen is not None:
             self._popen.poll()
-
-
-def signal_group(pid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, sig)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.kill(pid, sig)
 
 
 def _safe_probe(probe: HealthProbe) -> str | None:
