@@ -143,10 +143,10 @@ def probe_credentials(subject: str, settings: PulsarSettings) -> PulsarError | N
     Returns the authentication error when it does not, else None (the failure was something else).
     Executors that have no admin URL (``http://unused``) cannot ask: None.
     """
-    import requests
-
     if "unused" in settings.admin_url:
         return None
+    import requests
+
     # asked once per PROBE_TTL_S per process and credentials (tasks connect often); a refusal is
     # never remembered, so a fixed token is seen at the next connect
     key = (settings.admin_url, hashlib.sha256((settings.auth_token or "").encode()).hexdigest())

@@ -38,12 +38,14 @@ EXECUTOR_REQUIREMENTS: tuple[str, ...] = (
     "happybase",
     "thriftpy2",
     "PyYAML",
+    "requests",
 )
 """What code that runs on executors imports: the Pulsar source's readers (pulsar-client, pyarrow,
-orjson), the stream transform in ``mapInArrow`` (pyarrow), the HBase partition tasks (happybase over
-thriftpy2; numpy packs the day rows' cells), and the catalog's modules its pickled objects bring
-along (PyYAML). pyspark itself comes from the worker's Spark (``python/lib/pyspark.zip``).
-tests/cluster runs every executor path (the daily merge's HBase tasks included) against the archive."""
+orjson; requests for the clients' credentials probe against the admin API), the stream transform in
+``mapInArrow`` (pyarrow), the HBase partition tasks (happybase over thriftpy2; numpy packs the day
+rows' cells), and the catalog's modules its pickled objects bring along (PyYAML). pyspark itself
+comes from the worker's Spark (``python/lib/pyspark.zip``). tests/cluster runs every executor path
+(the daily merge's HBase tasks included) against the archive."""
 
 ENV_NAME = "env"
 """The directory an executor unpacks the archive into (``spark.archives <archive>#env``)."""
