@@ -35,6 +35,7 @@ from widehouse.pulsar import PulsarAdmin, tokens
 from widehouse.pulsar import client as pulsar_client
 from widehouse.pulsar.auth import (
     PulsarAuthenticationError,
+    PulsarAuthError,
     PulsarAuthorizationError,
     PulsarTokenExpiredError,
 )
@@ -431,3 +432,75 @@ def test_the_watermark_trigger_reports_a_token_that_expires_while_it_waits(
         run()
     assert topic in str(caught.value) and "expired at" in str(caught.value)
     assert token not in str(caught.value)
+
+
+# -- the dead-letter forwarding and the subscriptions' cleanup -----------------------------------
+def test_dead_letters_are_forwarded_with_the_token_and_a_stranger_is_refused(
+    secured: Settings, ns: str
+) -> None:
+    import datetime as dt
+
+    import pyarrow as pa
+
+    from widehouse.stream.deadletter import DeadLetterPublisher, dead_letter_topic
+
+    origin = f"persistent://{ns}/clicks"
+    quarantine = pa.Table.from_pylist(
+        [
+            {
+                "topic": origin,
+                "message_id": f"7:{i}:-1:-1",
+                "payload": b'{"broken": ',
+                "payload_bytes": 11,
+                "publish_time": dt.datetime(2026, 11, 22, 12, tzinfo=dt.UTC),
+                "reason": "bad-json",
+                "detail": "unexpected end",
+            }
+            for i in range(3)
+        ]
+    )
+    producers = Producers(secured.pulsar)
+    try:
+        sent = DeadLetterPublisher(producers, "authapp", "g0").publish(quarantine, batch_id=1)
+    finally:
+        producers.close()
+    dlq = dead_letter_topic(origin)
+    assert sent == {dlq: 3}
+    with PulsarAdmin(secured.pulsar) as admin:
+        assert admin.stats(dlq)["msgInCounter"] == 3
+    token = role_token(secured, "stranger")
+
+    def forward_as_stranger() -> None:
+        strangers = Producers(as_token(secured, token).pulsar)
+        try:
+            DeadLetterPublisher(strangers, "authapp", "g0").publish(quarantine, batch_id=2)
+        finally:
+            strangers.close()
+
+    refused(PulsarAuthError, forward_as_stranger, names=ns, token=token)
+
+
+def test_cleanup_deletes_a_dead_subscription_with_the_token_and_a_stranger_is_refused(
+    secured: Settings, ns: str
+) -> None:
+    from widehouse.source.broker import BrokerView
+    from widehouse.source.cleanup import cleanup
+
+    topic = f"persistent://{ns}/swept-partition-0"
+    with PulsarAdmin(secured.pulsar) as admin:
+        admin.ensure_partitions(f"persistent://{ns}/swept", 1)
+        assert admin.create_subscription(topic, "widehouse-gone", None)  # no heartbeat: dead
+        token = role_token(secured, "stranger")
+        stranger = BrokerView(as_token(secured, token).pulsar)
+        try:
+            refused(PulsarAuthError, lambda: cleanup(stranger, [ns], ttl_s=60), names=ns, token=token)
+        finally:
+            stranger.close()
+        assert admin.subscriptions(topic) == ["widehouse-gone"]  # the refused sweep removed nothing
+        view = BrokerView(secured.pulsar)
+        try:
+            verdicts = cleanup(view, [ns], ttl_s=60)
+        finally:
+            view.close()
+        assert [(v.subscription.subscription, v.remove) for v in verdicts] == [("widehouse-gone", True)]
+        assert admin.subscriptions(topic) == []
