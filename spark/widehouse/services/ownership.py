@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from widehouse.services.pids import cmdline as _cmdline
-from widehouse.services.pids import pid_alive, signal_group, start_time
+from widehouse.services.pids import group_members, pid_alive, signal_group, start_time, stat_fields
 
 SESSION_VARIABLE = "WIDEHOUSE_TEST_SESSION"
 """The environment variable that marks a process as owned by a test session."""
@@ -211,27 +211,9 @@ def _mark_of(pid: int) -> Mark | None:
     return None
 
 
-def _stat_fields(pid: int) -> list[str] | None:
-    """Fields of ``/proc/<pid>/stat`` after the command name (state, ppid, pgrp, ...)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
-    except OSError:
-        return None
-
-
 def _pgid(pid: int) -> int | None:
-    fields = _stat_fields(pid)
+    fields = stat_fields(pid)
     return int(fields[2]) if fields else None
-
-
-def _members(pgid: int) -> set[int]:
-    """Live (non-zombie) members of process group ``pgid``."""
-    members: set[int] = set()
-    for pid in _pids():
-        fields = _stat_fields(pid)
-        if fields and fields[2] == str(pgid) and fields[0] != "Z":
-            members.add(pid)
-    return members
 
 
 def _whole_group(pgid: int, doomed: set[int], spared: set[int], guarded: set[str]) -> bool:
@@ -240,7 +222,7 @@ def _whole_group(pgid: int, doomed: set[int], spared: set[int], guarded: set[str
     session's mark."""
     if pgid == os.getpgrp():
         return False
-    members = _members(pgid)
+    members = group_members(pgid)
     if members & spared:
         return False
     for member in members - doomed:
@@ -255,7 +237,7 @@ def _self_and_ancestors() -> set[int]:
     pid = os.getppid()
     while pid > 1 and pid not in spared:
         spared.add(pid)
-        fields = _stat_fields(pid)
+        fields = stat_fields(pid)
         if not fields:
             break
         pid = int(fields[1])
@@ -302,7 +284,7 @@ def _signal(groups: set[int], singles: set[int], started: dict[int, str | None],
 
 
 def _any_alive(pids: set[int], groups: set[int]) -> bool:
-    return any(pid_alive(pid) for pid in pids) or any(_members(pgid) for pgid in groups)
+    return any(pid_alive(pid) for pid in pids) or any(group_members(pgid) for pgid in groups)
 
 
 def _forget_dead(root: Path) -> None:

@@ -28,20 +28,34 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     # a zombie (our own exited child not yet reaped) is not alive for our purposes
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+    fields = stat_fields(pid)
+    return fields is None or fields[0] != "Z"
 
 
 def start_time(pid: int) -> str | None:
     """The process start time in clock ticks since boot (field 22 of /proc/<pid>/stat)."""
+    fields = stat_fields(pid)
+    return fields[19] if fields else None
+
+
+def stat_fields(pid: int) -> list[str] | None:
+    """Fields of ``/proc/<pid>/stat`` after the command name (state, ppid, pgrp, ...); None when gone."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
     except OSError:
         return None
-    return stat.rsplit(")", 1)[-1].split()[19]
+
+
+def group_members(pgid: int) -> set[int]:
+    """Live (non-zombie) members of process group ``pgid``."""
+    members: set[int] = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        fields = stat_fields(int(entry.name))
+        if fields and fields[2] == str(pgid) and fields[0] != "Z":
+            members.add(int(entry.name))
+    return members
 
 
 def signal_group(pid: int, sig: signal.Signals) -> None:

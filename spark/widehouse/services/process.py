@@ -26,7 +26,7 @@ from pathlib import Path
 from widehouse.errors import PortInUseError, ServiceError
 from widehouse.services import ownership
 from widehouse.services.pids import cmdline as _cmdline
-from widehouse.services.pids import pid_alive, signal_group, start_time
+from widehouse.services.pids import group_members, pid_alive, signal_group, start_time
 
 HealthProbe = Callable[[], str | None]
 """Returns None when healthy, else a short reason why not (yet)."""
@@ -106,18 +106,7 @@ def port_is_open(port: int, host: str = "127.0.0.1", timeout: float = 1.0) -> bo
 
 def _group_alive(pgid: int) -> bool:
     """True while the leader or any member of process group ``pgid`` is alive (not a zombie)."""
-    if pid_alive(pgid):
-        return True
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[-1].split()
-        except OSError:
-            continue
-        if fields[2] == str(pgid) and fields[0] != "Z":
-            return True
-    return False
+    return pid_alive(pgid) or bool(group_members(pgid))
 
 
 def find_marked_pids(marker: str) -> list[int]:
