@@ -169,16 +169,12 @@ class ClickHouse:
         self._lock = threading.RLock()
         self._settings = settings
 
-    def can_sibling(self) -> bool:
-        """Whether :meth:`sibling` can open another connection (a server; not in-process chDB)."""
-        return self._settings is not None and not self._settings.embedded
-
     def sibling(self) -> ClickHouse:
         """Another client of the same database on its own connection, for a thread that reads in
-        parallel with this one (close it when done); this client itself when it cannot open one."""
-        if not self.can_sibling():
+        parallel with this one (close it when done); this client itself when it cannot open one
+        (in-process chDB, or a client not made by :func:`connect`)."""
+        if self._settings is None or self._settings.embedded:
             return self
-        assert self._settings is not None
         return connect(self._settings, create_database=False)
 
     # -- plain SQL (the clickhouse-connect names, serialised) ------------------------------------

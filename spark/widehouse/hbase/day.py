@@ -321,8 +321,8 @@ def refresh_stream_family(
         with lock:
             return next(todo, None)
 
-    def work(own_client: bool) -> FamilyWrite:
-        reader = client.sibling() if own_client else client
+    def work(index: int) -> FamilyWrite:
+        reader = client.sibling() if index else client  # the first worker reads on ``client``
         try:
             return _refresh_buckets(reader, settings, spec, table, day, next_bucket)
         finally:
@@ -331,8 +331,7 @@ def refresh_stream_family(
 
     workers = max(1, min(settings.refresh_workers, spec.buckets))
     with ThreadPoolExecutor(workers, thread_name_prefix="widehouse-refresh") as pool:
-        own = client.can_sibling()
-        done = list(pool.map(work, [own and i > 0 for i in range(workers)]))
+        done = list(pool.map(work, range(workers)))
     result = FamilyWrite(sum(d.rows for d in done), sum(d.pruned for d in done))
     log.info("%s %s: family s <- %d stream rows (%d pruned)", spec.name, day, result.rows, result.pruned)
     return result
