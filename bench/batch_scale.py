@@ -14,7 +14,10 @@ dropped at the end (``--keep`` keeps it). Steps:
                             forced, reconciliation, final rows into ClickHouse, Delta silver, ledger)
                             and the day's HBase stream-family refresh, as ``widehouse finalize`` runs it.
 ``daily merge``             :func:`widehouse.batch.daily.spark.run_daily` of ``user_daily`` (family
-                            s, family h from Hive, extract, publish to both stores).
+                            s, family h from Hive, extract, publish to both stores), as it runs
+                            after the day's last hourly finalize: that finalize's refresh wrote
+                            family s, so the merge finds the partials unchanged and skips it.
+``daily merge, --rewrite-stream``  the same, writing family s again (``--no-rewrite-run``: not run).
 
 Per step: rows, seconds, rows/s, and the peak resident memory of every process involved (this
 Python process, Spark's JVM, HBase's JVM, its Thrift server, the ClickHouse service), sampled from
@@ -262,6 +265,11 @@ def main(argv: list[str]) -> int:  # noqa: PLR0915 - one linear script: setup, s
         action="store_true",
         help="finalize only: no offline setup, no HBase day-row refresh, no daily merge (spares HBase)",
     )
+    parser.add_argument(
+        "--no-rewrite-run",
+        action="store_true",
+        help="skip the second daily merge (the one with --rewrite-stream, which writes family s again)",
+    )
     args = parser.parse_args(argv)
 
     from widehouse.settings import load_settings
@@ -385,18 +393,25 @@ def main(argv: list[str]) -> int:  # noqa: PLR0915 - one linear script: setup, s
                     steps[-1],
                     {**outcome.seconds, **outcome.published.seconds, "hbase_rows": outcome.hbase_rows},
                 )
-        if not args.no_hbase:
-            request = DailyRequest(day=DAY, offline_database=offline_db, salt_buckets=args.buckets)
+        # the daily merge as it runs after the day's last hourly finalize (whose refresh already
+        # wrote family s: the merge finds the partials unchanged), then once more rewriting family s
+        daily_runs = [("daily merge (user_daily)", False)]
+        daily_runs += [] if args.no_rewrite_run else [("daily merge, --rewrite-stream", True)]
+        for label, rewrite in [] if args.no_hbase else daily_runs:
+            request = DailyRequest(
+                day=DAY, offline_database=offline_db, salt_buckets=args.buckets, rewrite_stream=rewrite
+            )
             merged = step(
-                "daily merge (user_daily)",
+                label,
                 lambda o: o.published.rows,
-                lambda: run_daily(
+                lambda request=request: run_daily(
                     spark, settings, catalog, client, DeltaSilver(spark, settings.delta), request
                 ),
             )
             _detail(
                 steps[-1],
                 {
+                    "family s unchanged": merged.stream.unchanged,
                     **{k: round(v, 2) for k, v in merged.seconds.items()},
                     **{f"publish {k}": v for k, v in merged.published.seconds.items()},
                 },

@@ -58,7 +58,8 @@ class Deployment:
         self.client = clickhouse.connect(self.settings.clickhouse)
 
     def run(self, spark: Any, hive_db: str, **kwargs: Any) -> Any:
-        request = DailyRequest(day=kwargs.pop("day", DAY), offline_database=hive_db)
+        rewrite = kwargs.pop("rewrite_stream", False)
+        request = DailyRequest(day=kwargs.pop("day", DAY), offline_database=hive_db, rewrite_stream=rewrite)
         silver = DeltaSilver(spark, self.settings.delta)
         return run_daily(spark, self.settings, self.catalog, self.client, silver, request, **kwargs)
 
@@ -106,11 +107,14 @@ def test_golden_day_published_identically_twice(deployment: Deployment, spark: A
     first = deployment.run(spark, hive_db)
     assert first.published.rows == 5
     assert (first.stream.rows, first.offline.rows) == (3, 4)  # 3 stream users; 4 Hive users
+    assert not first.stream.unchanged
     assert support.published(deployment.client, DAY) == expected
     assert deployment.silver(spark, DAY) == expected
 
     second = deployment.run(spark, hive_db)
     assert (second.stream.pruned, second.offline.pruned) == (0, 0)
+    # the partials did not change: family s is left as the first run wrote it
+    assert second.stream.unchanged and second.stream.rows == 3
     assert support.published(deployment.client, DAY) == expected
     assert deployment.silver(spark, DAY) == expected
     assert support.ledger_entries(deployment.client, DAY) == 2
@@ -133,7 +137,10 @@ def test_golden_day_published_identically_twice(deployment: Deployment, spark: A
         assert len(h_values) == len(offline)
         assert h_values[offline.index("is_anchor")] == b"true"
         assert h_values[offline.index("pay_refund_usd")] == b"0.99"
-        assert len(list(day_table.scan())) == 5
+        # 5 day rows, then the refresh's marker (after every salt; no bucket's scan sees it)
+        keys = [key for key, _ in day_table.scan()]
+        assert len(keys) == 6 and keys[-1] == b"~refresh|20261122"
+        assert b"|20261122|" not in keys[-1] and not keys[-1].startswith(b"3|")
     finally:
         connection.close()
 
@@ -149,7 +156,7 @@ def test_a_value_that_became_null_and_a_user_that_left_are_removed(
     )
     support.insert_stream(deployment.client, [{"uid": 10000002, "hour": "2026-11-22 10:00:00", "logins": 1}])
     again = deployment.run(spark, hive_db)
-    assert again.stream.pruned == 1
+    assert again.stream.pruned == 1 and not again.stream.unchanged
     expected = support.expected_rows(table, DAY, GOLDEN["expected"])
     for row in expected:
         if row["uid"] == 10000002:
@@ -294,3 +301,87 @@ def test_a_new_publication_is_newer_than_one_stamped_by_a_clock_ahead(
     assert outcome.published.finalized_at == ahead + dt.timedelta(milliseconds=1)
     assert support.published(deployment.client, DAY) == expected
     assert deployment.silver(spark, DAY) == expected
+
+
+def test_the_partials_fingerprint_sees_inserts_mutations_drops_and_new_tables_not_merges(
+    deployment: Deployment,
+) -> None:
+    """What decides whether a refresh of the day may be skipped, against the real ClickHouse."""
+    from widehouse.hbase.daytable import day_table
+    from widehouse.hbase.refresh import partials_fingerprint
+    from widehouse.stream.tables import ensure_clickhouse
+
+    client, table = deployment.client, deployment.catalog.table("user_daily")
+    spec = day_table(table, deployment.settings.hbase)
+
+    def fingerprint() -> str | None:
+        return partials_fingerprint(client, table, DAY, spec)
+
+    def parts() -> int:
+        return int(
+            client.scalar(
+                "SELECT count() FROM system.parts WHERE database = currentDatabase() "
+                "AND table = 'user_daily_partial' AND partition_id = '20261122' AND active"
+            )
+        )
+
+    seen = [fingerprint()]
+    assert seen[0] == fingerprint()  # stable
+    support.insert_stream(client, [{"uid": 10000009, "hour": "2026-11-22 23:00:00", "logins": 1}])
+    seen.append(fingerprint())
+    assert parts() > 1
+    client.command("OPTIMIZE TABLE user_daily_partial PARTITION 20261122 FINAL")
+    assert parts() == 1  # a merge: same data, other parts
+    assert fingerprint() == seen[-1]
+    client.command("ALTER TABLE user_daily_partial DELETE WHERE uid = 10000009 SETTINGS mutations_sync = 1")
+    seen.append(fingerprint())
+    support.insert_stream(client, [{"uid": 10000009, "hour": "2026-11-23 01:00:00", "logins": 1}])
+    assert fingerprint() == seen[-1]  # another day's partition
+    client.command("ALTER TABLE user_daily_partial DROP PARTITION 20261122")
+    seen.append(fingerprint())
+    client.command("DROP TABLE user_daily_partial SYNC")
+    ensure_clickhouse(client, deployment.catalog)
+    support.insert_stream(client, GOLDEN["stream"])
+    seen.append(fingerprint())  # the same rows as at first, in a new table
+    assert len(set(seen)) == len(seen) == 5
+    other = dataclasses.replace(spec, buckets=BUCKETS * 2)
+    assert partials_fingerprint(client, table, DAY, other) != seen[-1]  # another layout
+
+
+def test_the_hourly_refresh_marks_the_day_a_crashed_one_leaves_no_mark_and_rewrite_writes(
+    deployment: Deployment, spark: Any, hive_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from widehouse.batch import lease
+    from widehouse.batch.spark import day_refresher
+    from widehouse.hbase import refresh as refresh_module
+    from widehouse.hbase.refresh import read_marker
+
+    lease.ensure(deployment.client)  # as the finalize that runs the refresh has
+    refresh = day_refresher(deployment.settings, deployment.client, deployment.catalog)
+    assert refresh(DAY) == 3  # the hourly finalize's refresh writes the day (3 stream users)
+    outcome = deployment.run(spark, hive_db)
+    assert outcome.stream.unchanged and outcome.stream.rows == 3  # the daily merge writes nothing there
+    assert "family s unchanged since the last refresh (3 stream row(s), nothing written)" in outcome.summary()
+    forced = deployment.run(spark, hive_db, rewrite_stream=True)
+    assert not forced.stream.unchanged and forced.stream.rows == 3
+
+    # new stream data, then a refresh that dies while writing: it has already taken the mark away
+    support.insert_stream(deployment.client, [{"uid": 10000009, "hour": "2026-11-22 23:00:00", "logins": 2}])
+
+    def dies(*_args: Any) -> Any:
+        raise OSError("killed while writing buckets")
+
+    monkeypatch.setattr(refresh_module, "_refresh_all", dies)
+    with pytest.raises(HBaseError, match="failed while writing family s of"):
+        refresh(DAY)
+    monkeypatch.undo()
+    connection = hbase.connect(deployment.settings.hbase)
+    try:
+        day_table = connection.table(f"{deployment.settings.hbase.table_prefix}user_daily")
+        assert read_marker(day_table, DAY) is None
+    finally:
+        connection.close()
+    again = deployment.run(spark, hive_db)
+    assert not again.stream.unchanged and again.stream.rows == 4
+    published = {row["uid"]: row for row in support.published(deployment.client, DAY)}
+    assert published[10000009]["logins"] == 2

@@ -21,8 +21,9 @@ from tests.conftest import settings_for
 from widehouse import hbase
 from widehouse.catalog import load_catalog
 from widehouse.errors import HBaseError
-from widehouse.hbase.day import FamilyWriter, get_row, scan_bucket, write_family, write_stream_batches
+from widehouse.hbase.day import FamilyWriter, get_row, scan_bucket, write_family
 from widehouse.hbase.daytable import DayTable, day_table
+from widehouse.hbase.refresh import write_stream_batches
 from widehouse.settings import HBaseSettings, Settings
 
 pytestmark = pytest.mark.integration

@@ -96,6 +96,12 @@ def add_daily_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--offline-database", default=OFFLINE_DATABASE, help="Hive database of the offline tables (offline)"
     )
+    parser.add_argument(
+        "--rewrite-stream",
+        action="store_true",
+        help="write HBase family s even when the day's partials are what the last refresh read "
+        "(after partials were removed by hand; normally such a run writes nothing there)",
+    )
 
 
 def daily(args: argparse.Namespace, settings: Settings) -> int:
@@ -110,6 +116,7 @@ def daily(args: argparse.Namespace, settings: Settings) -> int:
         table=args.table,
         salt_buckets=None if args.salt_buckets is None else check_buckets(args.salt_buckets),
         offline_database=args.offline_database,
+        rewrite_stream=args.rewrite_stream,
     )
     try:
         outcome = run_daily_job(settings, request)

@@ -155,8 +155,8 @@ def day_refresher(
     import uuid
 
     from widehouse.batch.lease import acquire
-    from widehouse.hbase.day import refresh_stream_family
     from widehouse.hbase.presplit import PresplitTool
+    from widehouse.hbase.refresh import refresh_stream_family
 
     def refresh(day: dt.date) -> int:
         presplit = PresplitTool.from_settings(settings)

@@ -8,8 +8,9 @@
 - :mod:`.daytable`: a wide table's HBase day table (name, families, columns) and its creation,
   pre-split on the salt buckets (:mod:`.presplit`).
 - :mod:`.day`: writing a family for a day (absolute puts of packed cells in bounded chunks and
-  batches, pruning bucket by bucket) and scanning a salt bucket back;
-  :func:`~widehouse.hbase.day.refresh_stream_family` (ClickHouse -> family ``s``, streamed).
+  batches, pruning bucket by bucket) and scanning a salt bucket back.
+- :mod:`.refresh`: :func:`~widehouse.hbase.refresh.refresh_stream_family` (ClickHouse -> family
+  ``s``, streamed), skipped when a fingerprint of the day's partials matches the last refresh's.
 - :mod:`.spark`: the Spark half (offline family ``h`` from Hive, the parallel extract).
 """
 

@@ -8,17 +8,15 @@ Writes are bounded: rows are encoded :data:`CHUNK_ROWS` at a time and sent in Th
 most :data:`BATCH_ROWS` rows and about :data:`BATCH_BYTES` bytes; scans fetch :data:`SCAN_ROWS`
 rows per call.
 
-:func:`refresh_stream_family` is the stream half of the daily merge and what the hourly finalize
-calls for the day of a finalized hour: ClickHouse ``<T>_merged`` for the day -> family ``s``.
+The stream family's refresh from ClickHouse (what the hourly finalize and the daily merge run) is
+:mod:`widehouse.hbase.refresh`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import logging
-import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -31,9 +29,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from widehouse.catalog import WideTable
-    from widehouse.clickhouse import ClickHouse
     from widehouse.hbase.daytable import DayTable
-    from widehouse.hbase.presplit import PresplitTool
     from widehouse.settings import HBaseSettings
 
 log = logging.getLogger(__name__)
@@ -56,6 +52,9 @@ class FamilyWrite:
     """Rows put (each one packed cell of the family)."""
     pruned: int
     """Rows of the day that lost the family because the new data no longer has them."""
+    unchanged: bool = False
+    """Nothing was written: the family already held this data (``rows`` is what it holds; see
+    :func:`widehouse.hbase.refresh.refresh_stream_family`)."""
 
 
 def thrift_failure(settings: HBaseSettings, doing: str, exc: BaseException) -> HBaseError:
@@ -214,156 +213,6 @@ def get_row(hbase_table: Any, spec: DayTable, key: int | str, day: dt.date) -> p
     row = row_key(key, day, spec.buckets)
     data = hbase_table.row(row, columns=[STREAM_FAMILY.encode(), OFFLINE_FAMILY.encode()])
     return decode_rows(spec, day, [(row, data)] if data else [])
-
-
-def stream_day_batches(
-    client: ClickHouse, table: WideTable, day: dt.date, buckets: int, span: range | None = None
-) -> contextlib.AbstractContextManager[Iterator[pa.RecordBatch]]:
-    """The stream's day columns of ``table`` for ``day`` (``<T>_merged``, partials merged per day)
-    of the salt buckets in ``span`` (default: all), streamed in blocks ordered by salt bucket, with
-    the bucket in column ``_bucket``.
-
-    ClickHouse's ``CRC32`` is zlib's, so ``CRC32(toString(key)) % buckets`` is
-    :func:`~widehouse.hbase.keys.salt_of`. The bucket depends on the view's GROUP BY key only, so
-    ClickHouse filters the partials before it aggregates them."""
-    from widehouse.clickhouse.ddl import q, table_names
-
-    span = span if span is not None else range(buckets)
-    key = q(table.key_name)
-    salt = f"toUInt32(CRC32(toString({key})) % {int(buckets)})"
-    return client.arrow_batches(
-        f"SELECT *, {salt} AS _bucket FROM {q(table_names(table).merged)} "
-        f"WHERE {q(table.period)} = {{d:Date}} AND {salt} BETWEEN {span.start} AND {span.stop - 1} "
-        "ORDER BY _bucket",
-        {"d": day.isoformat()},
-        settings={"max_block_size": CHUNK_ROWS},
-    )
-
-
-def write_stream_batches(
-    writer: FamilyWriter, batches: Iterable[pa.RecordBatch], span: range | None = None
-) -> FamilyWrite:
-    """Put the blocks (ordered by ``_bucket``, all within ``span``: by default every bucket) and
-    prune each bucket of ``span`` once its rows are all put."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    span = span if span is not None else range(writer.spec.buckets)
-    done = span.start  # buckets below this one are finished
-    for batch in batches:
-        if batch.num_rows == 0:
-            continue
-        bucket_column = batch.column("_bucket")
-        first, last = (value.as_py() for value in pc.min_max(bucket_column).values())
-        if first < done or last >= span.stop:
-            raise HBaseError(
-                f"stream rows of {writer.spec.name} came out of salt-bucket order or outside buckets "
-                f"{span.start}-{span.stop - 1} (bucket {first if first < done else last})"
-            )
-        rows = pa.Table.from_batches([batch])
-        for bucket in range(done, last + 1):
-            # buckets from ``done`` up to ``first`` have no rows in this block: they only finish
-            if bucket >= first:
-                part = rows if first == last else rows.filter(pc.equal(bucket_column, bucket))
-                writer.put(part)
-            if bucket < last:
-                writer.finish_bucket(bucket)
-        done = last
-    for bucket in range(done, span.stop):
-        writer.finish_bucket(bucket)
-    return writer.result
-
-
-def refresh_stream_family(
-    client: ClickHouse,
-    settings: HBaseSettings,
-    table: WideTable,
-    day: dt.date,
-    *,
-    buckets: int | None = None,
-    presplit: PresplitTool | None = None,
-) -> FamilyWrite:
-    """Family ``s`` of ``table``'s day rows := the stream's day columns from ClickHouse.
-
-    Salt bucket by bucket, each bucket's rows of ``<T>_merged`` for ``day`` are streamed in blocks
-    and every row's packed family cell is put (absolute puts; the family of rows the stream no
-    longer has for the day is deleted once the bucket is done), so it can run after every finalized
-    hour of the day and again in the daily merge. One ClickHouse query per bucket keeps what
-    ClickHouse aggregates at once to a bucket's users (the whole day at a million users passed
-    a 4 GiB query limit), and Python holds one block and one bucket's row keys per worker.
-    ``settings.refresh_workers`` threads take buckets one at a time, each with its own Thrift
-    connection and (when ``client`` can open one: a server, not in-process chDB) its own
-    ClickHouse connection. Creates the day table (pre-split) when ``presplit`` is given and the
-    table is missing. Raises HBaseError naming the Thrift server when HBase cannot be reached.
-    """
-    from concurrent.futures import ThreadPoolExecutor
-
-    from thriftpy2.thrift import TException
-
-    from widehouse.hbase.connection import connect
-    from widehouse.hbase.daytable import check_day_table, day_table, ensure_day_table
-
-    spec = day_table(table, settings, buckets)
-    connection = connect(settings)
-    try:
-        if presplit is not None:
-            ensure_day_table(connection, spec, presplit)
-        else:
-            check_day_table(connection, spec)
-    except (TException, OSError) as exc:
-        raise thrift_failure(settings, f"checking {spec.name} for {day}", exc) from exc
-    finally:
-        connection.close()
-    todo = iter(range(spec.buckets))
-    lock = threading.Lock()
-
-    def next_bucket() -> int | None:
-        with lock:
-            return next(todo, None)
-
-    def work(index: int) -> FamilyWrite:
-        reader = client.sibling() if index else client  # the first worker reads on ``client``
-        try:
-            return _refresh_buckets(reader, settings, spec, table, day, next_bucket)
-        finally:
-            if reader is not client:
-                reader.close()
-
-    workers = max(1, min(settings.refresh_workers, spec.buckets))
-    with ThreadPoolExecutor(workers, thread_name_prefix="widehouse-refresh") as pool:
-        done = list(pool.map(work, range(workers)))
-    result = FamilyWrite(sum(d.rows for d in done), sum(d.pruned for d in done))
-    log.info("%s %s: family s <- %d stream rows (%d pruned)", spec.name, day, result.rows, result.pruned)
-    return result
-
-
-def _refresh_buckets(  # noqa: PLR0917 - one refresh worker's parts
-    client: ClickHouse,
-    settings: HBaseSettings,
-    spec: DayTable,
-    table: WideTable,
-    day: dt.date,
-    next_bucket: Callable[[], int | None],
-) -> FamilyWrite:
-    """One worker of :func:`refresh_stream_family`: buckets from ``next_bucket`` until None."""
-    from thriftpy2.thrift import TException
-
-    from widehouse.hbase.connection import connect
-
-    bucket: int | None = None
-    connection = connect(settings)
-    try:
-        writer = FamilyWriter(connection.table(spec.name), spec, STREAM_FAMILY, day)
-        while (bucket := next_bucket()) is not None:
-            span = range(bucket, bucket + 1)
-            with stream_day_batches(client, table, day, spec.buckets, span) as batches:
-                write_stream_batches(writer, batches, span)
-        return writer.result
-    except (TException, OSError) as exc:
-        doing = f"writing family s of {spec.name} bucket {bucket} for {day}"
-        raise thrift_failure(settings, doing, exc) from exc
-    finally:
-        connection.close()
 
 
 @dataclass(frozen=True)

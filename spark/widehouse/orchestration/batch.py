@@ -110,9 +110,10 @@ def finalize_job(
     _check(runner(args, env), f"finalize {table} {hour_arg(hour)}", FINALIZE_MEANING)
 
 
-def daily_job(runner: Runner, env: Mapping[str, str], day: dt.date) -> None:
+def daily_job(runner: Runner, env: Mapping[str, str], day: dt.date, *, rewrite_stream: bool = False) -> None:
     """Merge one day; raises :class:`JobFailedError` (retryable or not) on a non-zero exit."""
-    _check(runner(["daily", "--day", day.isoformat()], env), f"daily {day.isoformat()}", DAILY_MEANING)
+    args = ["daily", "--day", day.isoformat(), *(["--rewrite-stream"] if rewrite_stream else [])]
+    _check(runner(args, env), f"daily {day.isoformat()}", DAILY_MEANING)
 
 
 def _check(result: Any, what: str, meanings: dict[int, tuple[str, bool]]) -> None:

@@ -99,6 +99,12 @@ def rebuild_day_params() -> dict[str, Spec]:
             "extract to ClickHouse + Delta.",
             "section": "What",
         },
+        "rewrite_stream": _flag(
+            "Rewrite the stream family",
+            "Write HBase family s even when the day's partials are what the last refresh read "
+            "(only needed after partials were removed by hand).",
+            "How",
+        ),
     }
 
 

@@ -203,9 +203,9 @@ def day_is_ready(day: dt.date) -> bool:
     return _with_env(body)
 
 
-def daily(day: dt.date) -> None:
+def daily(day: dt.date, *, rewrite_stream: bool = False) -> None:
     def body(env: dict[str, str], settings: Settings) -> None:
-        batch.daily_job(run_widehouse, env, day)
+        batch.daily_job(run_widehouse, env, day, rewrite_stream=rewrite_stream)
 
     _with_env(body)
 
@@ -239,4 +239,4 @@ def retire_app(params: Mapping[str, Any]) -> None:
 def rebuild_day(params: Mapping[str, Any]) -> None:
     with failing_fast():
         day = periods.parse_day(params.get("day"), "param day")
-    daily(day)
+    daily(day, rewrite_stream=bool(params.get("rewrite_stream")))

@@ -10,7 +10,8 @@ import pyarrow as pa
 import pytest
 
 from widehouse.errors import HBaseError
-from widehouse.hbase.day import FamilyWrite, write_stream_batches
+from widehouse.hbase.day import FamilyWrite
+from widehouse.hbase.refresh import write_stream_batches
 
 
 @dataclass

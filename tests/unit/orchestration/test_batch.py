@@ -88,7 +88,13 @@ def test_finalize_exit_codes(code: int, retryable: bool, words: str) -> None:
 
 
 def test_daily_exit_codes() -> None:
-    batch.daily_job(Recorder(0), {}, dt.date(2026, 11, 22))
+    recorder = Recorder(0)
+    batch.daily_job(recorder, {}, dt.date(2026, 11, 22))
+    batch.daily_job(recorder, {}, dt.date(2026, 11, 22), rewrite_stream=True)
+    assert [call[0] for call in recorder.calls] == [
+        ["daily", "--day", "2026-11-22"],
+        ["daily", "--day", "2026-11-22", "--rewrite-stream"],
+    ]
     with pytest.raises(JobFailedError, match="daily 2026-11-22: exit code 2, bad input") as info:
         batch.daily_job(Recorder(2), {}, dt.date(2026, 11, 22))
     assert not info.value.retryable

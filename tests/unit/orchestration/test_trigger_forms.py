@@ -126,7 +126,10 @@ def test_missing_required_fields_are_refused_and_the_defaults_do_not_trigger(
         trigger(served, "widehouse_rebuild_day", {"day": "2026-11-22 9h"})
     with pytest.raises(ParamValidationError, match="param group: No value passed"):
         trigger(served, "widehouse_retire_app", {})
-    assert trigger(served, "widehouse_rebuild_day", {"day": "2026-11-22"}) == {"day": "2026-11-22"}
+    assert trigger(served, "widehouse_rebuild_day", {"day": "2026-11-22"}) == {
+        "day": "2026-11-22",
+        "rewrite_stream": False,
+    }
     assert trigger(served, "widehouse_retire_app", {"group": "g007"}) == {"group": "g007"}
     # every replan field is optional (empty = the settings); force is off unless asked
     replan = trigger(served, "widehouse_replan_now", {})

@@ -11,7 +11,10 @@ the same rows):
    created pre-split on the salt buckets if missing). Either failing is a clear error naming the
    partition or ``host:port``; nothing is written or published.
 2. **Stream family** ``s`` := ClickHouse ``<T>_merged`` for the day
-   (:func:`widehouse.hbase.day.refresh_stream_family`, also run by every hourly finalize).
+   (:func:`widehouse.hbase.refresh.refresh_stream_family`, also run by every hourly finalize).
+   Nothing is written when the day's partials are what the last complete refresh read (usually
+   the last hour's finalize): a fingerprint of them matches that refresh's marker.
+   ``rewrite_stream`` (``--rewrite-stream``) writes the family anyway.
 3. **Offline family** ``h`` := the catalog's offline Hive SQL for the day, written by Spark tasks,
    one per salt bucket (:func:`widehouse.hbase.spark.write_offline_family`).
 4. **Extract**: one Spark task per salt bucket scans its prefix; a key seen only in the stream or
@@ -55,6 +58,8 @@ class DailyRequest:
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     lease_wait: float = LEASE_WAIT
     """Seconds to wait while another run holds the day (then PeriodBusyError)."""
+    rewrite_stream: bool = False
+    """Write family ``s`` even when the last refresh read exactly the day's partials of now."""
 
 
 @dataclass(frozen=True)
@@ -73,12 +78,17 @@ class DailyOutcome:
 
     def summary(self) -> str:
         timing = ", ".join(f"{k} {v:.1f}s" for k, v in self.seconds.items())
+        stream = (
+            f"unchanged since the last refresh ({self.stream.rows} stream row(s), nothing written)"
+            if self.stream.unchanged
+            else f"<- {self.stream.rows} stream row(s) ({self.stream.pruned} pruned)"
+        )
         return "\n".join(
             [
                 f"{self.table} {self.day}: {self.published.rows} daily row(s) published "
                 f"(finalized_at {self.published.finalized_at.isoformat()})",
-                f"  HBase {self.hbase_table} ({self.buckets} salt buckets): family s <- {self.stream.rows} "
-                f"stream row(s) ({self.stream.pruned} pruned), family h <- {self.offline.rows} offline "
+                f"  HBase {self.hbase_table} ({self.buckets} salt buckets): family s {stream}, "
+                f"family h <- {self.offline.rows} offline "
                 f"row(s) ({self.offline.pruned} pruned); extracted {self.extracted}",
                 f"  time: {timing}",
             ]

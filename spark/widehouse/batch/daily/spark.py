@@ -14,7 +14,7 @@ from widehouse.batch.lease import acquire
 from widehouse.batch.publish import RunInfo, SilverWriter, publish, recover
 from widehouse.contracts.periods import day_start
 from widehouse.errors import ConfigError, MissingInputError
-from widehouse.hbase.day import refresh_stream_family
+from widehouse.hbase.refresh import refresh_stream_family
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -104,7 +104,9 @@ def _merge(  # noqa: PLR0917 - run_daily's parts, under the day's lease
         started = now
 
     step("refresh-stream")
-    stream = refresh_stream_family(client, settings.hbase, table, day, buckets=spec.buckets)
+    stream = refresh_stream_family(
+        client, settings.hbase, table, day, buckets=spec.buckets, rewrite=request.rewrite_stream
+    )
     lap("refresh-stream")
     step("write-offline")
     frame = offline_frame(spark, catalog, table, day, request.offline_database)
