@@ -271,20 +271,25 @@ def refresh_stream_family(
 def _refresh_all(
     client: ClickHouse, settings: HBaseSettings, spec: DayTable, table: WideTable, day: dt.date
 ) -> FamilyWrite:
-    """Every salt bucket, on ``settings.refresh_workers`` threads (the first reads on ``client``)."""
+    """Every salt bucket, on ``settings.refresh_workers`` threads (the first reads on ``client``).
+    Once a worker fails, the others take no further bucket, and the first error is raised."""
     from concurrent.futures import ThreadPoolExecutor
 
     todo = iter(range(spec.buckets))
     lock = threading.Lock()
+    failed = threading.Event()
 
     def next_bucket() -> int | None:
         with lock:
-            return next(todo, None)
+            return None if failed.is_set() else next(todo, None)
 
     def work(index: int) -> FamilyWrite:
         reader = client.sibling() if index else client  # the first worker reads on ``client``
         try:
             return _refresh_buckets(reader, settings, spec, table, day, next_bucket)
+        except BaseException:  # any failure: stop the other workers at their next bucket, re-raise
+            failed.set()
+            raise
         finally:
             if reader is not client:
                 reader.close()
