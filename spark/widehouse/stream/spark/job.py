@@ -98,6 +98,19 @@ class StreamApp:
             )
         return self._spark
 
+    def _launch_spark(self) -> threading.Thread:
+        """Build the session in a thread; a failure there is raised again by ``self.spark``."""
+
+        def build() -> None:
+            try:
+                _ = self.spark
+            except Exception:  # raised again where the session is first used, on the caller's thread
+                log.debug("the Spark session could not be built in the background", exc_info=True)
+
+        thread = threading.Thread(target=build, name="widehouse-spark-launch", daemon=True)
+        thread.start()
+        return thread
+
     def clickhouse(self) -> clickhouse.ClickHouse:
         """The process's ClickHouse client, shared by every group's batches (calls are serialized)."""
         with self._client_lock:
@@ -178,16 +191,22 @@ class StreamApp:
         check_checkpoint(stream.app, group.name, checkpoint, planned, sinks)
 
     def start(self) -> None:
-        if "clickhouse" in self.settings.stream.sinks:
-            self.clickhouse()  # create or migrate the tables once, before any batch
-        if "delta" in self.settings.stream.sinks:
-            from widehouse.stream.bronze import bronze_tables
-            from widehouse.stream.transform import TransformPlan
+        # the JVM starts (seconds) while the sinks' tables are checked: neither needs the other
+        launch = None if self._spark is not None else self._launch_spark()
+        try:
+            if "clickhouse" in self.settings.stream.sinks:
+                self.clickhouse()  # create or migrate the tables once, before any batch
+            if "delta" in self.settings.stream.sinks:
+                from widehouse.stream.bronze import bronze_tables
+                from widehouse.stream.transform import TransformPlan
 
-            topics = [t for g in self.groups for t in g.topics]
-            tables = TransformPlan.for_topics(self.catalog, topics).tables
-            for table in bronze_tables(self.catalog, self.settings.delta, tables).values():
-                self.bronze.ensure(table)  # created by the stream's delta-rs writer, the tables' only writer
+                topics = [t for g in self.groups for t in g.topics]
+                tables = TransformPlan.for_topics(self.catalog, topics).tables
+                for table in bronze_tables(self.catalog, self.settings.delta, tables).values():
+                    self.bronze.ensure(table)  # created by the stream's delta-rs writer, its only writer
+        finally:
+            if launch is not None:
+                launch.join()
         root = self.settings.stream.checkpoint_root
         if "://" not in root:
             private_dir(Path(root))  # checkpoints hold offsets and state: this user's only
