@@ -25,6 +25,7 @@ help: ## list the commands
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
 
 setup: $(PY_STAMP) $(PULSAR_STAMP) $(HBASE_STAMP) $(DELTA_STAMP) ## create .venv, install pinned deps, resolve Pulsar/HBase/Delta jars (idempotent)
+	@scripts/ensure-chromium
 	@echo "setup: done (venv $(VENV), JVM parts in $(VENDOR))"
 
 $(PY_STAMP): requirements.txt requirements-dev.txt constraints.txt pyproject.toml

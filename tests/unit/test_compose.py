@@ -169,6 +169,17 @@ def test_airflow_and_spark_share_the_widehouse_settings(compose: dict[str, Any])
         assert {k: env.get(k) for k in reference} == reference, name
 
 
+def test_airflow_loads_the_widehouse_view_from_the_source_tree_the_image_copies(
+    compose: dict[str, Any],
+) -> None:
+    """The image copies ``spark/`` to /opt/widehouse/spark (docker/widehouse/Dockerfile)."""
+    assert "COPY spark ./spark" in (ROOT / "docker" / "widehouse" / "Dockerfile").read_text()
+    for name in ("airflow-scheduler", "airflow-apiserver", "airflow-dag-processor"):
+        folder = compose["services"][name]["environment"]["AIRFLOW__CORE__PLUGINS_FOLDER"]
+        assert folder.startswith("/opt/widehouse/"), name
+        assert (ROOT / folder.removeprefix("/opt/widehouse/") / "widehouse_plugin.py").is_file(), name
+
+
 def test_each_secret_is_the_same_on_both_sides_of_a_connection(compose: dict[str, Any]) -> None:
     services = compose["services"]
     clickhouse = urlsplit(app_env(compose)["WIDEHOUSE_CLICKHOUSE_DSN"])

@@ -38,6 +38,7 @@ from widehouse.services.process import PortSpec, tail
 from widehouse.settings import AirflowSettings, LocalServicesSettings
 
 API_SERVER = "airflow-api-server"
+PLUGINS_DIR = Path(__file__).parents[1] / "operations" / "airflow_plugins"
 SIMPLE_AUTH = "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
 FILE_SECRETS = "airflow.secrets.local_filesystem.LocalFilesystemBackend"
 
@@ -54,6 +55,7 @@ def airflow_environment(airflow: AirflowSettings, keys: dict[str, str], bin_dir:
         "AIRFLOW_HOME": str(airflow.home),
         "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
         "AIRFLOW__CORE__DAGS_FOLDER": str(airflow.dags_dir),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(PLUGINS_DIR),  # the Widehouse view (widehouse.operations)
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
         "AIRFLOW__CORE__PARALLELISM": "4",
