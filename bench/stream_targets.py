@@ -28,6 +28,7 @@ Prints the table (figure, before, now, target, met) and writes PNG plots beside 
 events/s over time per group, per-phase batch cost before and after, freshness distribution.
 
     python -m bench stream_targets [--events 600000] [--freshness --rate 50000 --seconds 60] [--no-topics]
+                                   [--flink]   # ours vs Flink SQL (bench flink_compare; scripts/flink-setup)
 """
 
 from __future__ import annotations
@@ -160,6 +161,8 @@ def measure(args: argparse.Namespace, bench: Bench) -> dict[str, Any]:
         fresh = part_freshness(bench, args.rate, args.seconds)
         now["freshness_p95"] = fresh["p95"]
         now["freshness"] = fresh
+    if args.flink:
+        now.update(_flink(args, bench))
     if args.idiomatic:
         from bench.idiomatic import measure as idiomatic
 
@@ -174,6 +177,26 @@ def measure(args: argparse.Namespace, bench: Bench) -> dict[str, Any]:
     now["read_transform"] = read
     now["cpu_us"] = read["sides"]["read + transform (a stream task)"]["cpu_s"] / read["events"] * 1e6
     return now
+
+
+def _flink(args: argparse.Namespace, bench: Bench) -> dict[str, Any]:
+    """``bench.flink_compare`` on ``--events`` (ours / Flink SQL), when ``scripts/flink-setup`` ran."""
+    from bench.flink_compare import FLINK_PYTHON
+    from bench.flink_compare import measure as flink_compare
+
+    if not FLINK_PYTHON.exists():
+        print(f"no Flink virtualenv at {FLINK_PYTHON} (scripts/flink-setup): the Flink row is not measured")
+        return {}
+    options = argparse.Namespace(
+        events=args.events,
+        groups=2,
+        parallelism=CORES,
+        bad_classes="",
+        subscription_type="Exclusive",
+        flink_python=FLINK_PYTHON,
+    )
+    result = flink_compare(options, bench)
+    return {"flink_ratio": result["ratio"], "flink": result}
 
 
 def measure_drains(args: argparse.Namespace, bench: Bench, now: dict[str, Any]) -> dict[str, Any]:
@@ -329,6 +352,9 @@ def main(argv: list[str]) -> int:
         "--topic-events", type=int, default=100_000, help="1,000-topic run: events (3 batches' worth)"
     )
     parser.add_argument("--freshness", action="store_true", help="also measure freshness (slow)")
+    parser.add_argument(
+        "--flink", action="store_true", help="also run bench flink_compare (needs scripts/flink-setup)"
+    )
     parser.add_argument("--rate", type=float, default=50_000.0)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--log-batches", action="store_true")
@@ -363,6 +389,10 @@ def main(argv: list[str]) -> int:
     from bench.read_transform import render as render_read
 
     print(render_read(now["read_transform"]))
+    if "flink" in now:
+        from bench.flink_compare import render as render_flink
+
+        print(render_flink(now["flink"]))
     if "idiomatic" in now:
         from bench.idiomatic import render as render_idiomatic
 
