@@ -50,16 +50,7 @@ from widehouse.catalog.filters import (
 )
 from widehouse.catalog.types import FieldType
 from widehouse.contracts.periods import HOUR_MS
-
-FLINK_SCALARS: dict[str, str] = {
-    "long": "BIGINT",
-    "int": "INT",
-    "double": "DOUBLE",
-    "string": "STRING",
-    "boolean": "BOOLEAN",
-    "timestamp-ms": "BIGINT",
-}
-"""Catalog scalar kinds as Flink SQL types of a JSON payload (timestamps: epoch ms, as sent)."""
+from widehouse.contracts.types import FLINK_PAYLOAD_TYPES
 
 MERGE = {"count": "SUM", "sum": "SUM", "min": "MIN", "max": "MAX", "first": "MIN", "last": "MAX"}
 """The GROUP BY function of each catalog aggregate (first/last: of the time-prefixed text)."""
@@ -98,7 +89,7 @@ def flink_type(kind: FieldType) -> str:
     if kind.kind == "map":
         assert kind.element is not None
         return f"MAP<STRING, {flink_type(kind.element)}>"
-    return FLINK_SCALARS[kind.kind]
+    return FLINK_PAYLOAD_TYPES[kind.kind]
 
 
 def field_ref(path: Path) -> str:
@@ -205,7 +196,7 @@ def mapping_expr(topic: Topic, mapping: ColumnMapping) -> str:
     assert mapping.field is not None
     value = field_ref(mapping.field)
     if mapping.agg == "sum" and mapping.value_type != mapping.source_type:
-        value = f"CAST({value} AS {FLINK_SCALARS[mapping.value_type]})"
+        value = f"CAST({value} AS {FLINK_PAYLOAD_TYPES[mapping.value_type]})"
     if mapping.agg in ("first", "last"):
         et = q(topic.event_time)
         pair = f"CONCAT(LPAD(CAST({et} AS STRING), {TIME_DIGITS}, '0'), {_value_text(mapping, value)})"
@@ -217,13 +208,13 @@ def mapping_expr(topic: Topic, mapping: ColumnMapping) -> str:
 def column_types(catalog: Catalog, table: str) -> dict[str, str]:
     """Flink type of each column as the union carries it (first/last: the pair's text)."""
     wide = catalog.table(table)
-    return {c.name: "STRING" if c.is_pair else FLINK_SCALARS[c.value_type] for c in wide.columns}
+    return {c.name: "STRING" if c.is_pair else FLINK_PAYLOAD_TYPES[c.value_type] for c in wide.columns}
 
 
 def topic_select(catalog: Catalog, table: str, topic: Topic, source: str) -> str:
     """One branch of the union: key, hour and every column of ``table`` (NULL where the topic has none)."""
     wide = catalog.table(table)
-    key_type = FLINK_SCALARS[wide.key_type]
+    key_type = FLINK_PAYLOAD_TYPES[wide.key_type]
     types = column_types(catalog, table)
     mine = {m.column: m for m in topic.mappings_for(table)}
     et = q(topic.event_time)
@@ -251,7 +242,7 @@ def aggregate_expr(catalog: Catalog, table: str, column: str) -> str:
     if not c.is_pair:
         return f"{function}({q(column)})"
     text = f"SUBSTR({function}({q(column)}), {TIME_DIGITS + 1})"
-    return text if c.value_type == "string" else f"CAST({text} AS {FLINK_SCALARS[c.value_type]})"
+    return text if c.value_type == "string" else f"CAST({text} AS {FLINK_PAYLOAD_TYPES[c.value_type]})"
 
 
 def hourly_query(catalog: Catalog, table: str, sources: Mapping[str, str]) -> str:

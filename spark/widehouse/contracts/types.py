@@ -36,16 +36,24 @@ class KindTypes:
     """Arrow type name of a value in the stream's partial rows (Spark's timestamps: microseconds)."""
     hbase: str
     """Arrow type name of a value in the HBase day table's cells (timestamps: milliseconds)."""
+    flink_payload: str
+    """Flink SQL type inside a topic payload (``bench flink_compare``; timestamps: epoch ms, as sent)."""
 
 
 KIND_TYPES: dict[str, KindTypes] = {
-    "long": KindTypes("bigint", "bigint", "Int64", "int64", "int64", "int64"),
-    "int": KindTypes("int", "int", "Int32", "int32", "int32", "int32"),
-    "double": KindTypes("double", "double", "Float64", "float64", "float64", "float64"),
-    "string": KindTypes("string", "string", "String", "string", "string", "string"),
-    "boolean": KindTypes("boolean", "boolean", "Bool", "bool_", "bool_", "bool_"),
+    "long": KindTypes("bigint", "bigint", "Int64", "int64", "int64", "int64", "BIGINT"),
+    "int": KindTypes("int", "int", "Int32", "int32", "int32", "int32", "INT"),
+    "double": KindTypes("double", "double", "Float64", "float64", "float64", "float64", "DOUBLE"),
+    "string": KindTypes("string", "string", "String", "string", "string", "string", "STRING"),
+    "boolean": KindTypes("boolean", "boolean", "Bool", "bool_", "bool_", "bool_", "BOOLEAN"),
     "timestamp-ms": KindTypes(
-        "bigint", "timestamp", "DateTime64(3, 'UTC')", "int64", "timestamp_us_utc", "timestamp_ms_utc"
+        "bigint",
+        "timestamp",
+        "DateTime64(3, 'UTC')",
+        "int64",
+        "timestamp_us_utc",
+        "timestamp_ms_utc",
+        "BIGINT",
     ),
 }
 """The catalog's scalar kinds, in the order the catalog documents them."""
@@ -53,6 +61,7 @@ KIND_TYPES: dict[str, KindTypes] = {
 SPARK_PAYLOAD_TYPES: dict[str, str] = {k: t.spark_payload for k, t in KIND_TYPES.items()}
 SPARK_VALUE_TYPES: dict[str, str] = {k: t.spark_value for k, t in KIND_TYPES.items()}
 CLICKHOUSE_TYPES: dict[str, str] = {k: t.clickhouse for k, t in KIND_TYPES.items()}
+FLINK_PAYLOAD_TYPES: dict[str, str] = {k: t.flink_payload for k, t in KIND_TYPES.items()}
 
 REGISTRY_EXTRA_SPARK: dict[str, str] = {"float": "float", "bytes": "binary"}
 """Schema-registry (Avro) kinds the catalog does not declare but the source still reads."""
@@ -86,6 +95,7 @@ def arrow_type(name: str) -> pa.DataType:
 __all__ = [
     "ARROW_OF_SPARK",
     "CLICKHOUSE_TYPES",
+    "FLINK_PAYLOAD_TYPES",
     "KIND_TYPES",
     "REGISTRY_EXTRA_ARROW",
     "REGISTRY_EXTRA_SPARK",

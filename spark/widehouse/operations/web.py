@@ -57,13 +57,14 @@ def request_settings() -> Any:
 
 def parse_at(text: str | None) -> dt.datetime | None:
     """``?at=`` (ISO 8601, UTC if no offset): the warehouse as of then; None = now. 400 otherwise."""
+    from widehouse.contracts.periods import PeriodError, parse_moment
+
     if not text:
         return None
     try:
-        value = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError as exc:
+        return parse_moment(text, "at")
+    except PeriodError as exc:
         raise HTTPException(400, f"at={text!r} is not an ISO 8601 time (e.g. 2026-11-20T10:30Z)") from exc
-    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
 
 
 def run_for(dag: str, when: dt.datetime) -> str | None:
