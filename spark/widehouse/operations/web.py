@@ -43,15 +43,7 @@ def request_settings() -> Any:
             conn = Connection.get_connection_from_secrets(conn_id)
         except AirflowNotFoundException:  # not defined: the environment's values stand
             continue
-        found[conn_id] = ConnectionFields(
-            conn_id=conn_id,
-            host=conn.host,
-            port=conn.port,
-            login=conn.login,
-            password=conn.password,
-            schema=conn.schema,
-            extra=conn.extra_dejson,
-        )
+        found[conn_id] = ConnectionFields.of(conn_id, conn)
     return load_settings({**os.environ, **overlay_from(found).env})
 
 

@@ -44,6 +44,19 @@ class ConnectionFields:
     schema: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def of(cls, conn_id: str, conn: Any) -> ConnectionFields:
+        """The fields of an Airflow ``Connection`` (the task SDK's or the metadata DB's)."""
+        return cls(
+            conn_id=conn_id,
+            host=conn.host,
+            port=conn.port,
+            login=conn.login,
+            password=conn.password,
+            schema=conn.schema,
+            extra=conn.extra_dejson,
+        )
+
 
 @dataclass(frozen=True)
 class Overlay:
@@ -128,15 +141,7 @@ def overlay_from_airflow() -> Overlay:
             conn = BaseHook.get_connection(conn_id)
         except AirflowNotFoundException:  # not defined: this deployment uses the environment's values
             continue
-        found[conn_id] = ConnectionFields(
-            conn_id=conn_id,
-            host=conn.host,
-            port=conn.port,
-            login=conn.login,
-            password=conn.password,
-            schema=conn.schema,
-            extra=conn.extra_dejson,
-        )
+        found[conn_id] = ConnectionFields.of(conn_id, conn)
     overlay = overlay_from(found)
     for secret in overlay.secrets:
         mask_secret(secret)
