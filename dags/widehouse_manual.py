@@ -1,6 +1,6 @@
 """# Manual operations
 
-Four DAGs without a schedule, each with a typed trigger form (Trigger DAG -> the form):
+Five DAGs without a schedule, each with a typed trigger form (Trigger DAG -> the form):
 
 - `widehouse_refinalize`: re-finalize a range of hours of one hourly table (`include_late`,
   `accept_mismatch`, `force`); emits the table's Asset event with the hours.
@@ -8,6 +8,9 @@ Four DAGs without a schedule, each with a typed trigger form (Trigger DAG -> the
 - `widehouse_replan_now`: replan from live traffic with capacity overrides (empty = settings),
   optionally growing partitions in Pulsar. A replan that sees no traffic at all fails and keeps
   the plan in force, unless `force`.
+- `widehouse_repair`: after a catalog fix, re-parse one wide table's quarantined events of a range
+  of publish hours (optionally some topics / reasons), fold the now-valid ones in exactly once and
+  re-publish the periods they touch (`widehouse repair`).
 - `widehouse_retire_app`: stop a slot group that left the plan and remove its Pulsar subscriptions
   now.
 
@@ -78,6 +81,11 @@ def widehouse_replan_now() -> None:
     form_task("replan", dt.timedelta(minutes=20), lambda tasks, form: tasks.replan_now(form))
 
 
+@dag(**manual("widehouse_repair", params.repair_params(CATALOG), ["widehouse", "manual", "hourly"]))
+def widehouse_repair() -> None:
+    form_task("repair", dt.timedelta(hours=6), lambda tasks, form: tasks.repair(form))
+
+
 @dag(**manual("widehouse_retire_app", params.retire_params(), ["widehouse", "manual", "streams"]))
 def widehouse_retire_app() -> None:
     form_task("retire", dt.timedelta(minutes=20), lambda tasks, form: tasks.retire_app(form))
@@ -86,4 +94,5 @@ def widehouse_retire_app() -> None:
 widehouse_refinalize()
 widehouse_rebuild_day()
 widehouse_replan_now()
+widehouse_repair()
 widehouse_retire_app()

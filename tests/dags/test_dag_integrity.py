@@ -59,6 +59,7 @@ def test_the_expected_dags(bag: dict[str, Any]) -> None:
         "widehouse_rebuild_day",
         "widehouse_replan_now",
         "widehouse_retire_app",
+        "widehouse_repair",
     }
 
 
@@ -79,6 +80,9 @@ def test_scheduled_dags_and_their_shapes(bag: dict[str, Any]) -> None:
     assert dags["widehouse_streams"]["catchup"] is False
     assert dags["widehouse_refinalize"]["params"] == sorted(
         ["table", "first_hour", "last_hour", "include_late", "accept_mismatch", "force"]
+    )
+    assert dags["widehouse_repair"]["params"] == sorted(
+        ["table", "first_hour", "last_hour", "topics", "reasons", "republish"]
     )
 
 

@@ -10,7 +10,9 @@ plus two hand-made late events); the tests then finalize its hours as a user doe
   committed), healed by a re-run that the gate then stops;
 - of two concurrent publishers of an hour exactly one publishes; the other is refused (exit 5);
 - ``--include-late`` folds the hand-made late events into the hand-written row;
-- reconciliation catches a message on the broker that the stream never counted.
+- reconciliation catches a message on the broker that the stream never counted;
+- ``widehouse repair`` folds quarantined events the fixed catalog accepts, exactly once across a
+  crash and a second run, and re-publishes their hour (last: it adds a row to the current hour).
 """
 
 from __future__ import annotations
@@ -33,10 +35,39 @@ pytestmark = [pytest.mark.integration, pytest.mark.spark, pytest.mark.slow]
 
 HOUR_MS = 3_600_000
 LATE_UID = 999_001
+REPAIR_UID = 999_002
 
 
 def _hour_text(ms: int) -> str:
     return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%dT%H")
+
+
+def _repair_login(ts: int, result: str, latency: float, retry: float, country: str) -> bytes:
+    return orjson.dumps(
+        {
+            "uid": REPAIR_UID,
+            "ts": ts,
+            "method": "phone",
+            "result": result,
+            "app_version": "5.40.0",
+            "latency_ms": latency,
+            "retry": retry,
+            "geo": {"country": country},
+        }
+    )
+
+
+REPAIR_T0 = max(int(time.time() * 1000) // HOUR_MS * HOUR_MS, int(time.time() * 1000) - 1000)
+
+
+def _too_strict() -> list[bytes]:
+    """Three logins the catalog quarantines (``latency_ms`` is declared int, they send a float): after
+    the fix (double) the first two are valid, the third still is not (a float ``retry``)."""
+    return [
+        _repair_login(REPAIR_T0, "success", 250.5, 0, "ID"),
+        _repair_login(REPAIR_T0 + 500, "timeout", 99.9, 1, "PK"),
+        _repair_login(REPAIR_T0 + 700, "success", 300.5, 1.5, "VN"),
+    ]
 
 
 class Streamed:
@@ -154,6 +185,9 @@ def streamed(services: Settings, tmp_path_factory: pytest.TempPathFactory) -> St
     deployment.publish_messages(
         ("persistent://bigolive/app/login", str(LATE_UID), p, ts)
         for p, (ts, *_) in zip(payloads, late, strict=True)
+    )
+    deployment.publish_messages(
+        ("persistent://bigolive/app/login", str(REPAIR_UID), p, None) for p in _too_strict()
     )
     deployment.plan_groups(2)
     run = deployment.stream()
@@ -348,3 +382,111 @@ def test_every_other_hour_reconciles(streamed: Streamed) -> None:
     )
     assert rows and all(r["status"] == "ok" for r in rows)
     assert all(r["broker"] == r["counted_in"] == r["stored"] for r in rows)
+
+
+def test_repair_folds_the_quarantined_events_a_fixed_catalog_accepts_exactly_once(
+    streamed: Streamed, spark: Any, tmp_path: Any
+) -> None:
+    import shutil
+
+    import deltalake
+    import pyarrow.compute as pc
+
+    deployment = streamed.deployment
+    login = next(t for t, o in deployment.topic_origins.items() if o == "persistent://bigolive/app/login")
+    quarantined = deployment.clickhouse(
+        "SELECT toUnixTimestamp(toStartOfHour(publish_time)) * 1000 AS hour, reason, detail, message_id "
+        "FROM quarantine "
+        f"WHERE topic = '{login}' AND position(payload, '\"uid\":{REPAIR_UID}') > 0"
+    )
+    assert len(quarantined) == 3 and {q["reason"] for q in quarantined} == {"wrong_type"}
+    assert all("latency_ms" in q["detail"] for q in quarantined)
+    hour = quarantined[0]["hour"]
+    assert hour == REPAIR_T0 // HOUR_MS * HOUR_MS  # event hour = publish hour
+    published = streamed.finalize(hour, "--force", "--accept-mismatch")  # another test adds a stray message
+    assert published.returncode == 0, published.stderr[-3000:]
+    assert all(key != REPAIR_UID for key, _ in streamed.view_rows(hour))
+    entries = len(streamed.ledger(hour))
+
+    # the catalog fix: latency_ms is a double
+    fixed = tmp_path / "schemas"
+    shutil.copytree(deployment.settings.schemas_dir, fixed)
+    shutil.copytree(deployment.settings.schemas_dir.parent / "sql", tmp_path / "sql")  # the offline SQL
+    login_yaml = fixed / "topics" / "bigolive" / "app" / "login.yaml"
+    strict = "latency_ms: {type: int, range: [20, 3000]}"
+    assert strict in login_yaml.read_text()
+    login_yaml.write_text(
+        login_yaml.read_text().replace(strict, "latency_ms: {type: double, range: [20, 3000]}")
+    )
+    env = {**deployment.env, "WIDEHOUSE_SCHEMAS_DIR": str(fixed)}
+    hour_arg = _hour_text(hour)
+    command = [sys.executable, "-m", "widehouse", "repair", "--table", "user_hourly"]
+    command += ["--from", hour_arg, "--to", hour_arg, "--reason", "wrong_type"]
+
+    def run(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*command, *extra], env=env, capture_output=True, text=True, timeout=600, check=False
+        )
+
+    killed = run("--fault", "after-partials")  # claimed and inserted into ClickHouse, nothing more
+    assert killed.returncode == -9, killed.stderr[-3000:]
+    assert all(key != REPAIR_UID for key, _ in streamed.view_rows(hour))
+
+    done = run()
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "finished chunk(s) a crashed repair left: 1" in done.stdout
+    assert "still quarantined by reason: wrong_type" in done.stdout
+    assert len(streamed.ledger(hour)) == entries + 1  # the hour re-published, with its flags
+    assert streamed.ledger(hour)[-1]["forced"]  # the flags of the publication it replaces
+    want = {
+        "logins": 1,
+        "login_failures": 1,
+        "first_login_at": REPAIR_T0,
+        "last_login_at": REPAIR_T0 + 500,
+        "last_app_version": "5.40.0",
+        "last_country": "PK",
+    }
+    for rows in (streamed.view_rows(hour), streamed.silver_rows(spark, hour)):
+        assert {k: normalize(rows[(REPAIR_UID, hour)][k]) for k in want} == want
+
+    # the generator's own wrong_type messages of the hour are examined too (some may be valid now)
+    mine = ", ".join(f"'{q['message_id']}'" for q in quarantined)
+    outcomes = deployment.clickhouse(
+        f"SELECT outcome, reason, detail, chunk FROM repairs WHERE message_id IN ({mine}) ORDER BY outcome"
+    )
+    assert [(o["outcome"], o["chunk"]) for o in outcomes] == [
+        ("invalid", 0),
+        ("repaired", 1),
+        ("repaired", 1),
+    ]
+    assert outcomes[0]["reason"] == "wrong_type" and "retry" in outcomes[0]["detail"]
+    repaired = deployment.clickhouse(
+        f"SELECT count() AS n FROM repairs WHERE topic = '{login}' AND outcome = 'repaired' "
+        f"AND toStartOfHour(publish_time) = toDateTime({hour // 1000}, 'UTC')"
+    )[0]["n"]
+    checks = deployment.clickhouse(
+        "SELECT valid, quarantined, late, counted_in FROM reconciliation WHERE `table` = 'user_hourly' "
+        f"AND topic = '{login}' AND hour = toDateTime64({hour // 1000}, 3, 'UTC') ORDER BY checked_at"
+    )
+    before, after = checks[-2], checks[-1]
+    assert repaired >= 2 and after["counted_in"] == before["counted_in"]
+    assert (after["valid"], after["quarantined"]) == (
+        before["valid"] + repaired,
+        before["quarantined"] - repaired,
+    )
+    assert after["valid"] + after["quarantined"] + after["late"] == after["counted_in"]
+
+    # Delta holds the repaired partial row once (the crashed run never reached it)
+    partials = deltalake.DeltaTable(deployment.settings.delta.path("bronze", "user_hourly_partials"))
+    table = partials.to_pyarrow_table()
+    mine = table.filter(pc.equal(table["uid"], REPAIR_UID))
+    assert mine.num_rows == 1 and mine["wh_group"].to_pylist() == ["repair"]
+    assert mine["logins"].to_pylist() == [1]
+
+    recorded = len(deployment.clickhouse("SELECT 1 FROM repairs"))
+    again = run()
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert " 0 repaired" in again.stdout and "no published period needed re-publishing" in again.stdout
+    assert len(streamed.ledger(hour)) == entries + 1
+    assert len(deployment.clickhouse("SELECT 1 FROM repairs")) == recorded  # nothing new recorded
+    assert {k: normalize(streamed.view_rows(hour)[(REPAIR_UID, hour)][k]) for k in want} == want

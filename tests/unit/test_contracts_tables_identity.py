@@ -37,6 +37,8 @@ def test_internal_tables_have_one_name_each() -> None:
         "publications",
         "reconciliation",
         "publish_leases",
+        "repairs",
+        "repair_chunks",
     }
     assert tables.PUBLICATION_SHAPE.columns == tables.LEDGER_SHAPE.columns
 

@@ -134,7 +134,7 @@ def finalize_hour(ctx: BatchContext, request: FinalizeRequest) -> FinalizeOutcom
     ensure_analyst_views(ctx.client, ctx.catalog.sql_dir)
 
     laps.lap("ensure tables")
-    killer = _killer(request.faults)
+    killer = fault_killer(request.faults)
     with acquire(ctx.client, table.name, hour, request.run_id, wait=request.lease_wait) as lease:
         recovered = recover(ctx.client, ctx.silver, table, hour, step=killer)
         laps.lap("lease and recovery")
@@ -198,7 +198,7 @@ def _finalize_leased(  # noqa: PLR0917 - the run's parts, in order
         )
         # the final rows are computed by ClickHouse into <T>_final (the scratch partials still there)
         result = publish(
-            ctx.client, ctx.silver, table, hour, rows, run, step=_killer(request.faults), lease=lease
+            ctx.client, ctx.silver, table, hour, rows, run, step=fault_killer(request.faults), lease=lease
         )
     finally:
         if scratch:
@@ -220,7 +220,9 @@ class _Laps:
         return ", ".join(f"{k} {v:.1f}s" for k, v in self.laps.items())
 
 
-def _killer(faults: tuple[str, ...]) -> Callable[[str], None]:
+def fault_killer(faults: tuple[str, ...]) -> Callable[[str], None]:
+    """Testing aid: a step function that SIGKILLs this process at the named points."""
+
     def step(point: str) -> None:
         if point in faults:
             log.warning("fault injected: SIGKILL at %s", point)
@@ -237,4 +239,4 @@ def _scratch_table(client: ClickHouse, table: WideTable, run_id: str) -> str:
     return name
 
 
-__all__ = ["BatchContext", "FinalizeOutcome", "FinalizeRequest", "finalize_hour"]
+__all__ = ["BatchContext", "FinalizeOutcome", "FinalizeRequest", "fault_killer", "finalize_hour"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from widehouse.contracts.periods import HOUR, as_hour, sql_time
 from widehouse.contracts.tables import LATE
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     from widehouse.catalog import Catalog
     from widehouse.clickhouse import ClickHouse
+    from widehouse.stream.transform import TransformPlan
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,6 @@ def late_partials(
     import pyarrow.compute as pc
 
     from widehouse.stream import merge
-    from widehouse.stream.transform import TransformPlan, output_schema, transform
 
     hour = as_hour(hour)
     topics = [str(t.name) for t in catalog.topics_for(table)]
@@ -56,22 +56,48 @@ def late_partials(
         "AND event_time < {b:DateTime64(3, 'UTC')} GROUP BY topic, message_id ORDER BY topic, message_id",
         {"topics": topics, "a": sql_time(hour), "b": sql_time(hour + HOUR)},
     )
-    plan = TransformPlan.for_topics(catalog, topics)
-    plan = TransformPlan(catalog, (table,), plan.payload_limit)
     whole = pc.equal(pc.binary_length(stored["late_payload"]), stored["late_payload_bytes"].cast(pa.int32()))
     complete = stored.filter(whole)
     truncated = stored.num_rows - complete.num_rows
-    batch = pa.RecordBatch.from_pydict(
-        {
-            "value": complete["late_payload"].cast(pa.binary()).combine_chunks(),
-            "__topic": complete["topic"].cast(pa.string()).combine_chunks(),
-            "__messageId": complete["message_id"].cast(pa.string()).combine_chunks(),
-            "__publishTime": complete["late_event_time"].cast(pa.timestamp("us", tz="UTC")).combine_chunks(),
-        }
+    plan = table_plan(catalog, table)
+    out = fold_stored(
+        plan, complete["topic"], complete["message_id"], complete["late_payload"], complete["late_event_time"]
     )
-    out = pa.Table.from_batches(list(transform(iter([batch]), plan)), schema=output_schema(plan))
     rows = merge.partials(out, plan, table)
     folded = sum(s.good for s in merge.topic_stats(out).values())
     kinds = out["wh_kind"]
     rejected = int(pc.sum(pc.equal(kinds, "quarantine")).as_py() or 0)
     return LatePartials(rows, folded, truncated, rejected)
+
+
+def table_plan(catalog: Catalog, table: str) -> TransformPlan:
+    """The transform of one wide table's topics (partials of that table only)."""
+    from widehouse.stream.transform import TransformPlan
+
+    topics = [str(t.name) for t in catalog.topics_for(table)]
+    return TransformPlan(catalog, (table,), TransformPlan.for_topics(catalog, topics).payload_limit)
+
+
+def fold_stored(
+    plan: TransformPlan, topics: Any, message_ids: Any, payloads: Any, publish_times: Any
+) -> pa.Table:
+    """The stream's transform over stored messages (columns of equal length: topic, message id,
+    payload, the time standing in for the publish time): the tagged output of
+    :func:`widehouse.stream.transform.output_schema`."""
+    import pyarrow as pa
+
+    from widehouse.stream.transform import output_schema, transform
+
+    def plain(column: Any, kind: pa.DataType) -> pa.Array:
+        cast = column.cast(kind)
+        return cast.combine_chunks() if isinstance(cast, pa.ChunkedArray) else cast
+
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "value": plain(payloads, pa.binary()),
+            "__topic": plain(topics, pa.string()),
+            "__messageId": plain(message_ids, pa.string()),
+            "__publishTime": plain(publish_times, pa.timestamp("us", tz="UTC")),
+        }
+    )
+    return pa.Table.from_batches(list(transform(iter([batch]), plan)), schema=output_schema(plan))

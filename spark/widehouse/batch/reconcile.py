@@ -6,6 +6,10 @@ Three independent sources: Pulsar's admin API (:mod:`.broker`), the stream's per
 ``late_events``, one row per message). A topic is ``ok`` when broker = counted in = valid +
 quarantined + late; otherwise ``mismatch`` (``accepted`` when the run accepts mismatches), with a
 detail that says which side is short.
+
+Quarantined messages a repair folded into the table since (:mod:`widehouse.repair`; ``repairs``
+rows of a done chunk) move from quarantined to valid: ``repaired`` says how many of the valid ones
+came that way, so the sum still holds and the row shows the repair.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from widehouse.batch.broker import messages_between
 from widehouse.contracts.periods import HOUR, as_hour, hour_text, sql_time
-from widehouse.contracts.tables import COUNTS, LATE, QUARANTINE
+from widehouse.contracts.tables import COUNTS, LATE, QUARANTINE, REPAIR_CHUNKS, REPAIRED, REPAIRS
 
 if TYPE_CHECKING:
     from widehouse.catalog import Catalog
@@ -37,6 +41,8 @@ class TopicCheck:
     valid: int
     quarantined: int
     late: int
+    repaired: int = 0
+    """Of ``valid``: quarantined messages a repair folded into the table (no longer in ``quarantined``)."""
 
     @property
     def problems(self) -> list[str]:
@@ -133,16 +139,29 @@ def stream_side(client: ClickHouse, app: str, hour: dt.datetime) -> dict[str, tu
     return {t: (v[0], v[1], v[2], v[3]) for t, v in result.items()}
 
 
+def repaired_side(client: ClickHouse, table: str, hour: dt.datetime) -> dict[str, int]:
+    """Topic -> messages of the hour's publish range that repairs folded into ``table`` (done chunks)."""
+    rows = client.rows(
+        f"SELECT topic, uniqExact(message_id) FROM {REPAIRS} WHERE `table` = {{t:String}} "
+        f"AND outcome = '{REPAIRED}' AND {_RANGE} "
+        f"AND chunk IN (SELECT chunk FROM {REPAIR_CHUNKS} WHERE `table` = {{t:String}}) GROUP BY topic",
+        {"t": table, "a": sql_time(hour), "b": sql_time(hour + HOUR)},
+    )
+    return {str(t): int(n) for t, n in rows}
+
+
 def reconcile(
     client: ClickHouse, admin: PulsarAdmin, catalog: Catalog, table: str, hour: dt.datetime, *, app: str
 ) -> Reconciliation:
     """Figures of every topic feeding ``table`` for ``hour``."""
     hour = as_hour(hour)
     stream = stream_side(client, app, hour)
+    repaired = repaired_side(client, table, hour)
     checks = []
     for topic in catalog.topics_for(table):
         name = str(topic.name)
         counted_in, valid, quarantined, late = stream.get(name, (0, 0, 0, 0))
+        fixed = repaired.get(name, 0)
         broker = messages_between(admin, topic.name, hour, hour + HOUR)
-        checks.append(TopicCheck(name, broker, counted_in, valid, quarantined, late))
+        checks.append(TopicCheck(name, broker, counted_in, valid + fixed, quarantined - fixed, late, fixed))
     return Reconciliation(table, hour, tuple(checks))

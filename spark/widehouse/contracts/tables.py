@@ -18,6 +18,7 @@ ledger              ``finalized_periods``             (ClickHouse only: what is 
 publications        ``publications``                  (ClickHouse only: prepared publications)
 reconciliation      ``reconciliation``                (ClickHouse only: counts per hour and topic)
 publish leases      ``publish_leases``                (ClickHouse only: one publisher per period)
+repairs             ``repairs``, ``repair_chunks``    (ClickHouse only: quarantined events re-parsed)
 ==================  ================================  ===========================================
 
 Every stream table carries the app, group and batch id of the micro-batch that wrote it, so a row
@@ -222,10 +223,66 @@ LEASE_SHAPE = Shape(
 )
 """Claims, renewals and releases of publish leases (one generation = one holder)."""
 
-BATCH_SHAPES: tuple[Shape, ...] = (LEDGER_SHAPE, PUBLICATION_SHAPE, RECONCILIATION_SHAPE, LEASE_SHAPE)
-"""Every ClickHouse table of the batch layer."""
+# -- repairs of quarantined events (:mod:`widehouse.repair`) --------------------------------------
 
-IDEMPOTENCY_RECORDS: frozenset[str] = frozenset({PROGRESS, MARKS, LEDGER, PUBLICATIONS, LEASES})
+REPAIRS = "repairs"
+REPAIR_CHUNKS = "repair_chunks"
+REPAIRED, STILL_INVALID = "repaired", "invalid"
+"""A ``repairs`` row's ``outcome``."""
+
+REPAIRS_SHAPE = Shape(
+    REPAIRS,
+    (
+        Col("table", "string", low_cardinality=True),
+        Col("topic", "string", low_cardinality=True),
+        Col("message_id", "string"),
+        Col("publish_time", "timestamp"),
+        Col("outcome", "string", low_cardinality=True),  # repaired | invalid
+        Col("reason", "string", low_cardinality=True),
+        Col("detail", "string"),
+        Col("chunk", "uint64"),
+        Col("run_id", "string"),
+        Col("at", "timestamp"),
+    ),
+    partition_by="publish_time",
+    order_by=("table", "topic", "message_id", "at"),
+)
+"""One row per (wide table, quarantined message) and repair run that changed its outcome: ``repaired``
+(re-parsed valid with the catalog of that run and folded into the table's partials by ``chunk``,
+1, 2, ... per table) or ``invalid`` (still rejected: the new ``reason`` and ``detail``, chunk 0).
+A repaired row counts once its chunk is in ``repair_chunks``."""
+
+REPAIR_CHUNKS_SHAPE = Shape(
+    REPAIR_CHUNKS,
+    (
+        Col("table", "string", low_cardinality=True),
+        Col("chunk", "uint64"),
+        Col("hour", "timestamp"),
+        Col("rows", "uint64"),
+        Col("run_id", "string"),
+        Col("done_at", "timestamp"),
+    ),
+    partition_by="done_at",
+    order_by=("table", "chunk", "hour"),
+)
+"""A chunk of repaired events whose partial rows are in both stores: one row per hour the chunk
+touched (``rows``: the partial rows it added there), written after the partials. A chunk with ``repairs`` rows
+and no row here was cut short and is redone first by the next repair of the table."""
+
+REPAIR_SHAPES: tuple[Shape, ...] = (REPAIRS_SHAPE, REPAIR_CHUNKS_SHAPE)
+
+BATCH_SHAPES: tuple[Shape, ...] = (
+    LEDGER_SHAPE,
+    PUBLICATION_SHAPE,
+    RECONCILIATION_SHAPE,
+    LEASE_SHAPE,
+    *REPAIR_SHAPES,
+)
+"""Every ClickHouse table of the batch layer (the reconciliation reads the repairs)."""
+
+IDEMPOTENCY_RECORDS: frozenset[str] = frozenset(
+    {PROGRESS, MARKS, LEDGER, PUBLICATIONS, LEASES, REPAIRS, REPAIR_CHUNKS}
+)
 """The tables whose rows decide whether a batch or a period is written (again): the stream's last
 committed batch and per-table marks, the ledger, the prepared publications and the publish leases.
 On a ClickHouse cluster they are written with a quorum and read with sequential consistency
@@ -267,7 +324,14 @@ __all__ = [
     "QUARANTINE_SHAPE",
     "RECONCILIATION",
     "RECONCILIATION_SHAPE",
+    "REPAIRED",
+    "REPAIRS",
+    "REPAIRS_SHAPE",
+    "REPAIR_CHUNKS",
+    "REPAIR_CHUNKS_SHAPE",
+    "REPAIR_SHAPES",
     "SIDE_SHAPES",
+    "STILL_INVALID",
     "STREAM_SHAPES",
     "check_cluster_name",
 ]

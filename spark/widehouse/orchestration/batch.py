@@ -34,6 +34,19 @@ FINALIZE_MEANING = {
     ),
     EXIT_BUSY: (_BUSY, True),
 }
+REPAIR_MEANING = {
+    EXIT_BAD_INPUT: ("bad input", False),
+    EXIT_NOT_READY: (
+        "repaired, but a touched hour is not final yet (watermark); the next repair re-publishes it",
+        True,
+    ),
+    EXIT_MISMATCH: (
+        "repaired, but re-publishing a touched hour found a reconciliation mismatch; inspect the "
+        "reconciliation rows, then re-finalize that hour with accept_mismatch",
+        False,
+    ),
+    EXIT_BUSY: ("busy: another repair of the table runs, or a touched period is being published", True),
+}
 DAILY_MEANING = {
     EXIT_MISSING_INPUT: ("bad input (e.g. a missing Hive partition for the day)", False),
     EXIT_BUSY: (_BUSY, True),
@@ -108,6 +121,28 @@ def finalize_job(
     """Finalize one table-hour; raises :class:`JobFailedError` (retryable or not) on a non-zero exit."""
     args = finalize_args(table, hour, force=force, include_late=include_late, accept_mismatch=accept_mismatch)
     _check(runner(args, env), f"finalize {table} {hour_arg(hour)}", FINALIZE_MEANING)
+
+
+def repair_args(
+    table: str,
+    first: dt.datetime,
+    last: dt.datetime,
+    *,
+    topics: list[str] | tuple[str, ...] = (),
+    reasons: list[str] | tuple[str, ...] = (),
+    republish: bool = True,
+) -> list[str]:
+    args = ["repair", "--table", table, "--from", hour_arg(first), "--to", hour_arg(last)]
+    for topic in topics:
+        args += ["--topic", topic]
+    for reason in reasons:
+        args += ["--reason", reason]
+    return [*args, *([] if republish else ["--no-republish"])]
+
+
+def repair_job(runner: Runner, env: Mapping[str, str], args: list[str]) -> None:
+    """Run ``widehouse repair`` (:func:`repair_args`); raises :class:`JobFailedError` on a non-zero exit."""
+    _check(runner(args, env), " ".join(args[:3]), REPAIR_MEANING)
 
 
 def daily_job(runner: Runner, env: Mapping[str, str], day: dt.date, *, rewrite_stream: bool = False) -> None:

@@ -89,6 +89,60 @@ def refinalize_params(catalog: Catalog) -> dict[str, Spec]:
     }
 
 
+def repair_params(catalog: Catalog) -> dict[str, Spec]:
+    from widehouse.catalog import QUARANTINE_REASONS
+
+    hourly = hourly_tables(catalog)  # first: the default
+    tables = hourly + [t.name for t in catalog.wide_tables if t.name not in hourly]
+    return {
+        "table": {
+            "default": tables[0] if tables else None,
+            "type": "string",
+            "enum": tables,
+            "title": "Wide table",
+            "description": "The wide table whose topics' quarantined events are re-parsed with the "
+            "current catalog (fix the catalog first).",
+            "section": "What",
+        },
+        "first_hour": _moment(
+            "First publish hour",
+            f"First hour the quarantined messages were published in ({HOUR_HELP}).",
+            required=True,
+        ),
+        "last_hour": _moment(
+            "Last publish hour",
+            f"Last hour, inclusive ({HOUR_HELP}); empty = the first hour only.",
+            required=False,
+        ),
+        "topics": {
+            "default": [],
+            "type": "array",
+            "items": {"type": "string"},
+            "title": "Topics",
+            "description": "Only these topics of the table, one per line (empty = all of them).",
+            "section": "Which messages",
+        },
+        "reasons": {
+            "default": [],
+            "type": "array",
+            "items": {"type": "string", "enum": list(QUARANTINE_REASONS)},
+            "examples": list(QUARANTINE_REASONS),
+            "title": "Quarantine reasons",
+            "description": "Only messages the stream quarantined with these reasons (empty = any).",
+            "section": "Which messages",
+        },
+        "republish": {
+            **_flag(
+                "Re-publish touched periods",
+                "Finalize again every published period the repaired events fall in (with the flags of "
+                "its last publication). Off: fold and record only.",
+                "Options",
+            ),
+            "default": True,
+        },
+    }
+
+
 def rebuild_day_params() -> dict[str, Spec]:
     return {
         "day": {

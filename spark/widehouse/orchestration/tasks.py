@@ -240,3 +240,27 @@ def rebuild_day(params: Mapping[str, Any]) -> None:
     with failing_fast():
         day = periods.parse_day(params.get("day"), "param day")
     daily(day, rewrite_stream=bool(params.get("rewrite_stream")))
+
+
+def repair(params: Mapping[str, Any]) -> None:
+    """The manual repair: the form's table, publish hours, topics, reasons (``widehouse repair``)."""
+    with failing_fast():
+        first = periods.parse_moment(params.get("first_hour"), "param first_hour")
+        last = (
+            periods.parse_moment(params.get("last_hour"), "param last_hour")
+            if params.get("last_hour")
+            else first
+        )
+        args = batch.repair_args(
+            str(params["table"]),
+            first,
+            last,
+            topics=[str(t).strip() for t in params.get("topics") or [] if str(t).strip()],
+            reasons=[str(r) for r in params.get("reasons") or []],
+            republish=bool(params.get("republish", True)),
+        )
+
+    def body(env: dict[str, str], settings: Settings) -> None:
+        batch.repair_job(run_widehouse, env, args)
+
+    _with_env(body)

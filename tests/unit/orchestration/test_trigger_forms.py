@@ -161,3 +161,24 @@ def test_every_hour_the_form_accepts_the_task_parses(served: dict[str, Any], hou
     except ConfigError as exc:
         pytest.fail(f"the form accepts {hour!r}, the task refuses it: {exc}")
     assert moment.tzinfo == UTC
+
+
+def test_the_repair_form_refuses_a_reason_the_stream_never_gives_and_passes_the_rest(
+    served: dict[str, Any], dags: dict[str, Any]
+) -> None:
+    from airflow.exceptions import ParamValidationError
+
+    with pytest.raises(ParamValidationError, match="param first_hour: No value passed"):
+        trigger(served, "widehouse_repair", {})
+    with pytest.raises(ParamValidationError, match="param reasons"):
+        trigger(served, "widehouse_repair", {"first_hour": "2026-11-22T09:00:00Z", "reasons": ["typo"]})
+    conf = {"first_hour": "2026-11-22T09:00:00Z", "reasons": ["wrong_type"], "topics": []}
+    assert trigger(served, "widehouse_repair", conf) == {
+        "table": "user_hourly",
+        "first_hour": "2026-11-22T09:00:00Z",
+        "last_hour": None,
+        "topics": [],
+        "reasons": ["wrong_type"],
+        "republish": True,
+    }
+    assert task_params(dags, "widehouse_repair", conf)["reasons"] == ["wrong_type"]
