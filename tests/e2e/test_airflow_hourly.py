@@ -237,6 +237,28 @@ def test_a_manual_refinalize_with_include_late(hours: Hours, airflow: AirflowApi
     assert {k: normalize(row[k]) for k in want} == want
 
 
+def test_the_manual_repair_runs_from_its_form(hours: Hours, airflow: AirflowApi) -> None:
+    """The ``widehouse_repair`` DAG wired to ``widehouse repair``: with the catalog unchanged every
+    quarantined message of the range stays invalid, each recorded once with its reason."""
+    now_hour = dt.datetime.now(dt.UTC).replace(minute=0, second=0, microsecond=0)
+    first = now_hour - HOUR
+    topics = ", ".join(f"'{t.name}'" for t in hours.deployment.catalog.topics_for("user_hourly"))
+    stored = hours.deployment.clickhouse(
+        "SELECT uniqExact(topic, message_id) AS n FROM quarantine WHERE NOT startsWith(message_id, 'merge:') "
+        f"AND topic IN ({topics}) AND publish_time >= toDateTime64({_ms(first) // 1000}, 3, 'UTC')"
+    )[0]["n"]
+    assert stored > 0  # the generator's bad events
+    airflow.wait_dag("widehouse_repair")
+    conf = {"table": "user_hourly", "first_hour": first.isoformat(), "last_hour": now_hour.isoformat()}
+    run = airflow.trigger("widehouse_repair", conf)
+    assert airflow.wait_run("widehouse_repair", run, timeout=900) == "success"
+    assert " 0 repaired" in airflow.task_log("widehouse_repair", run, "repair")
+    recorded = hours.deployment.clickhouse(
+        "SELECT outcome, count() AS n, uniqExact(topic, message_id) AS messages FROM repairs GROUP BY outcome"
+    )
+    assert recorded == [{"outcome": "invalid", "n": stored, "messages": stored}]
+
+
 def test_the_hourly_dag_finalizes_the_hour_once_the_watermark_passes(
     hours: Hours, airflow: AirflowApi
 ) -> None:

@@ -190,7 +190,8 @@ def repair(ctx: RepairContext, request: RepairRequest) -> RepairOutcome:
 
 def _republish(ctx: RepairContext, request: RepairRequest, outcome: RepairOutcome) -> None:
     assert ctx.republish is not None
-    for period in store.hours_to_refinalize(ctx.client, request.table):
+    grain = ctx.catalog.table(request.table).grain
+    for period in store.periods_to_republish(ctx.client, request.table, grain):
         try:
             outcome.republished.append(ctx.republish(period))
         except BatchError as exc:  # the next repair (or a manual finalize) re-publishes it

@@ -149,14 +149,16 @@ def record_done(client: ClickHouse, rows: list[dict[str, Any]], token: str) -> N
     client.insert(REPAIR_CHUNKS, _arrow(rows, REPAIR_CHUNKS_SHAPE), token)
 
 
-def hours_to_refinalize(client: ClickHouse, table: str) -> list[dt.datetime]:
-    """Published periods of ``table`` a repair folded events into after their newest publication."""
+def periods_to_republish(client: ClickHouse, table: str, grain: str) -> list[dt.datetime]:
+    """Published periods (hours, or days for ``grain`` ``day``) of ``table`` that a repair folded
+    events into after their newest publication."""
+    period = "toDateTime64(toStartOfDay(hour, 'UTC'), 3, 'UTC')" if grain == "day" else "hour"
     rows = client.rows(
-        f"SELECT r.hour FROM (SELECT hour, max(done_at) AS repaired FROM {REPAIR_CHUNKS} "
-        "WHERE `table` = {t:String} AND rows > 0 GROUP BY hour) AS r "
+        f"SELECT r.period FROM (SELECT {period} AS period, max(done_at) AS repaired FROM {REPAIR_CHUNKS} "
+        "WHERE `table` = {t:String} AND rows > 0 GROUP BY period) AS r "
         f"INNER JOIN (SELECT period, max(finalized_at) AS published FROM {LEDGER} "
-        "WHERE `table` = {t:String} GROUP BY period) AS l ON r.hour = l.period "
-        "WHERE r.repaired > l.published ORDER BY r.hour",
+        "WHERE `table` = {t:String} GROUP BY period) AS l ON r.period = l.period "
+        "WHERE r.repaired > l.published ORDER BY r.period",
         {"t": table},
         consistent=True,
     )
@@ -177,10 +179,10 @@ __all__ = [
     "Selection",
     "candidates",
     "chunk_messages",
-    "hours_to_refinalize",
     "last_chunk",
     "last_outcomes",
     "pending_chunks",
+    "periods_to_republish",
     "record_done",
     "record_outcomes",
     "server_now",
