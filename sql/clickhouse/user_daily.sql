@@ -215,7 +215,8 @@ CREATE TABLE IF NOT EXISTS `wh`.`finalized_periods`
     `include_late` Bool,
     `late_rows` UInt64,
     `reconciliation` LowCardinality(String),
-    `note` String
+    `note` String,
+    `airflow_run` String
 )
 ENGINE = MergeTree
 PARTITION BY toYYYYMMDD(`period`)

@@ -207,11 +207,14 @@ def test_a_backfill_over_three_hours_finalizes_them(hours: Hours, airflow: Airfl
     print(f"backfill of three hours: {time.monotonic() - started:.0f}s")
     assert sorted(parse_time(r["logical_date"]) for r in runs) == hours.backfilled  # both dates inclusive
     assert {r["state"] for r in runs} == {"success"}
+    run_of = {parse_time(r["logical_date"]): r["dag_run_id"] for r in runs}
     for hour in hours.backfilled:  # only late events there (or none): nothing final
         assert [(e["rows"], e["forced"], e["reconciliation"]) for e in hours.ledger(hour)] == [
             (0, False, "ok")
         ]
         assert hours.view_rows(hour) == {}
+        # the ledger names the backfill run that published the hour (the view links to it)
+        assert [e["airflow_run"] for e in hours.ledger(hour)] == [f"{DAG}/{run_of[hour]}"]
 
 
 def test_a_manual_refinalize_with_include_late(hours: Hours, airflow: AirflowApi) -> None:
@@ -225,6 +228,7 @@ def test_a_manual_refinalize_with_include_late(hours: Hours, airflow: AirflowApi
     assert airflow.wait_run("widehouse_refinalize", run, timeout=1800) == "success"
     newest = hours.ledger(hour)[-1]
     assert (newest["include_late"], newest["late_rows"], newest["forced"]) == (True, 2, False)
+    assert newest["airflow_run"] == f"widehouse_refinalize/{run}"  # not the hour's hourly run
     want = {
         "logins": 1,
         "login_failures": 1,
@@ -289,6 +293,7 @@ def test_the_hourly_dag_finalizes_the_hour_once_the_watermark_passes(
     assert airflow.wait_run(DAG, done["dag_run_id"], timeout=1800) == "success"
     entries = hours.ledger(hours.data)
     assert [(e["forced"], e["include_late"], e["reconciliation"]) for e in entries] == [(False, False, "ok")]
+    assert entries[0]["airflow_run"] == f"{DAG}/{done['dag_run_id']}"
     assert entries[0]["rows"] == len(want)
     assert diff_rows(want, hours.view_rows(hours.data)) == []
     latency = entries[0]["finalized_at"] / 1000 - passed / 1000

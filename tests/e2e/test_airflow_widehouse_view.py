@@ -17,14 +17,14 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urljoin
 
 import pytest
 import requests
 
 from tests.e2e.airflow_support import AirflowApi
 from tests.e2e.browser_support import chromium, open_page
-from tests.integration.operations_support import ISOLATED, A, B, drop, seed
+from tests.integration.operations_support import ISOLATED, REFINALIZE_RUN, T0, A, B, H, drop, ledger_row, seed
 from widehouse.services.airflow import AirflowApiServer
 from widehouse.services.manager import ServiceManager
 from widehouse.settings import Settings, load_settings
@@ -99,6 +99,23 @@ def hourly_run(deployment: Settings, api: AirflowApi) -> str:
     return str(reply.json()["dag_run_id"])
 
 
+def add_ledger_row(settings: Settings, row: dict[str, Any]) -> None:
+    import pyarrow as pa
+
+    from widehouse import clickhouse
+    from widehouse.contracts.tables import LEDGER_SHAPE
+
+    client = clickhouse.connect(settings.clickhouse)
+    try:
+        client.insert(
+            LEDGER_SHAPE.name,
+            pa.Table.from_pylist([row], schema=LEDGER_SHAPE.arrow_schema()),
+            uuid.uuid4().hex,
+        )
+    finally:
+        client.close()
+
+
 def bearer(api: AirflowApi) -> str:
     """The logged-in user's JWT (what the UI keeps in its ``_token`` cookie)."""
     return str(api.session.headers["Authorization"]).split()[1]
@@ -134,7 +151,13 @@ def test_overview_numbers_match_the_hand_written_rows(deployment: Settings, api:
     body: dict[str, Any] = reply.json()
     g, iso = body["groups"]
     assert (iso["name"], iso["state"], iso["alive"]) == ("iso-settings", "not started", False)
-    assert (g["name"], g["state"], g["last_batch"], g["restarts"]) == ("g001", "alive", 11, 1)
+    assert (g["name"], g["state"], g["last_batch"], g["restarts"], g["failures"]) == (
+        "g001",
+        "alive",
+        11,
+        2,
+        1,
+    )
     assert g["watermark"] == "2026-11-20T10:00:00+00:00"
     assert g["lag"] == [[A, 40], [B, 7]]
     # 3,600 rows in hour 09 -> 1/s; 1,800 rows in the 30 minutes of hour 10 -> 1/s
@@ -153,6 +176,7 @@ def test_overview_numbers_match_the_hand_written_rows(deployment: Settings, api:
         "10": "live",
     }
     assert hours["06"]["run_id"] == "r6b" and hours["05"]["rows"] == 42
+    assert (hours["06"]["airflow_run"], hours["05"]["airflow_run"]) == (REFINALIZE_RUN, "")
     (a,) = body["rejections"]["topics"]
     assert (a["topic"], a["rows_in"], a["bad"], a["late"]) == (A, 2000, 40, 10)
     assert a["reasons"] == [["bad_json", 2], ["no_key", 1]]
@@ -191,6 +215,24 @@ def test_strip_cells_link_to_the_airflow_run_of_their_period(
     assert none.headers["location"] == "../dags/widehouse_hourly/runs"
     other = api.session.get(url.replace("widehouse_hourly", "widehouse_retire_app"), timeout=60)
     assert other.status_code == 400 and "widehouse_retire_app" in other.text
+
+
+def test_a_cell_links_straight_to_the_airflow_run_its_ledger_row_names(
+    deployment: Settings, api: AirflowApi, hourly_run: str
+) -> None:
+    """The ledger row of hour 01 names the REST-triggered run (as its finalize task would record
+    it): the cell's link, resolved against the view's root, is that run's page in the Airflow UI."""
+    add_ledger_row(
+        deployment, ledger_row(T0 + 1 * H, T0 + 2 * H, "r1", 5, airflow_run=f"widehouse_hourly/{hourly_run}")
+    )
+    html = requests.get(view_url(deployment, f"/?at={AT}"), cookies={"_token": bearer(api)}, timeout=60).text
+    link = f"../dags/widehouse_hourly/runs/{quote(hourly_run, safe='')}"
+    assert f"<a href='{link}'>" in html
+    page = urljoin(view_url(deployment, "/"), link)
+    assert page == f"{deployment.airflow.url}/dags/widehouse_hourly/runs/{quote(hourly_run, safe='')}"
+    assert api.session.get(page, timeout=60).status_code == 200  # the UI serves the run's route
+    run = api.get(f"/dags/widehouse_hourly/dagRuns/{quote(hourly_run, safe='')}")
+    assert run["dag_run_id"] == hourly_run  # the run the link names exists
 
 
 @pytest.mark.skipif(

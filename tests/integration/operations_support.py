@@ -31,6 +31,10 @@ B = "persistent://bigolive/app/click"
 """Two topics of the catalog, feeding both wide tables, read by slot group ``g001``."""
 ISOLATED = "persistent://bigolive/app/settings_change"
 """A topic of ``user_daily`` only, alone in group ``iso-settings``, which never committed a batch."""
+REFINALIZE_RUN = "widehouse_refinalize/manual__2026-11-20T09:00:00+00:00"
+"""The Airflow run the ledger names for hour 06's re-finalize (the older rows name none)."""
+RESTARTED_AT = [OLD, NOW - 25 * H, NOW - 3 * H, NOW - 1 * H, NOW + 1 * H]
+"""When the supervisor restarted g001: two of them in the 24 h up to NOW (one is after NOW)."""
 
 
 def _progress(
@@ -44,9 +48,11 @@ def _progress(
     }
 
 
-def _ledger(period: dt.datetime, at: dt.datetime, run_id: str, rows: int, **flags: Any) -> dict[str, Any]:
+def ledger_row(period: dt.datetime, at: dt.datetime, run_id: str, rows: int, **flags: Any) -> dict[str, Any]:
+    """A ledger row of ``user_hourly`` (published ``rows`` rows, reconciled, not forced) with ``flags``."""
     row = {"table": "user_hourly", "period": period, "finalized_at": at, "run_id": run_id, "kind": "hour"}
     more = {"forced": False, "include_late": False, "late_rows": 0, "reconciliation": "ok", "note": ""}
+    more["airflow_run"] = ""
     return {**row, "rows": rows, **more, **flags}
 
 
@@ -73,6 +79,22 @@ def _bad(message_id: str, at: dt.datetime, reason: str, payload: bytes) -> dict[
             "payload_bytes": len(payload)}  # fmt: skip
 
 
+def _repair(message_id: str, outcome: str, chunk: int, at: dt.datetime) -> dict[str, Any]:
+    reason = "wrong_type" if outcome == "invalid" else ""
+    return {
+        "table": "user_hourly",
+        "topic": A,
+        "message_id": message_id,
+        "publish_time": at - H,
+        "outcome": outcome,
+        "reason": reason,
+        "detail": "",
+        "chunk": chunk,
+        "run_id": "rp",
+        "at": at,
+    }
+
+
 ROWS: dict[Any, list[dict[str, Any]]] = {
     t.PROGRESS_SHAPE: [
         _progress(1, "*", OLD, 999_999, 0, OLD),
@@ -83,9 +105,11 @@ ROWS: dict[Any, list[dict[str, Any]]] = {
         _progress(11, B, T0 + 10 * H + 29 * M, 800, 7, T0 + 10 * H),
     ],
     t.LEDGER_SHAPE: [
-        _ledger(T0 + 5 * H, T0 + 7 * H, "r5", 42),
-        _ledger(T0 + 6 * H, T0 + 7 * H, "r6", 1, forced=True),
-        _ledger(T0 + 6 * H, T0 + 9 * H, "r6b", 2, include_late=True, late_rows=1),
+        ledger_row(T0 + 5 * H, T0 + 7 * H, "r5", 42),
+        ledger_row(T0 + 6 * H, T0 + 7 * H, "r6", 1, forced=True),
+        ledger_row(
+            T0 + 6 * H, T0 + 9 * H, "r6b", 2, include_late=True, late_rows=1, airflow_run=REFINALIZE_RUN
+        ),
     ],
     t.RECONCILIATION_SHAPE: [
         _check(T0 + 7 * H, T0 + 9 * H, "mismatch"),
@@ -97,6 +121,24 @@ ROWS: dict[Any, list[dict[str, Any]]] = {
         _counts(11, A, T0 + 10 * H, 1000, 10, 0),
         _counts(11, B, T0 + 10 * H, 800, 0, 0),
         _counts(1, A, OLD, 5, 5, 0),
+    ],
+    # m1 repaired (chunk 1 done); m2 invalid, then claimed by chunk 2 (not done); m3 invalid
+    t.REPAIRS_SHAPE: [
+        _repair("m1", "repaired", 1, T0 + 8 * H),
+        _repair("m2", "invalid", 0, T0 + 8 * H),
+        _repair("m2", "repaired", 2, T0 + 9 * H),
+        _repair("m3", "invalid", 0, T0 + 9 * H + 5 * M),
+        _repair("m0", "repaired", 1, OLD),  # outside the 14 days
+    ],
+    t.REPAIR_CHUNKS_SHAPE: [
+        {
+            "table": "user_hourly",
+            "chunk": 1,
+            "hour": T0 + 7 * H,
+            "rows": 1,
+            "run_id": "rp",
+            "done_at": T0 + 8 * H,
+        }
     ],
     t.QUARANTINE_SHAPE: [
         _bad("m1", T0 + 9 * H, "bad_json", b"{x"),
@@ -118,7 +160,8 @@ PLAN = Plan(
 
 def seed(settings: Settings) -> None:
     """Create the tables in the settings' (private) database and insert :data:`ROWS`; write the
-    supervisor's state (g001 started, one failure) and :data:`PLAN` into the settings' state dir."""
+    supervisor's state (g001 started, one failure, restarted at :data:`RESTARTED_AT`) and :data:`PLAN`
+    into the settings' state dir."""
     client = clickhouse.connect(settings.clickhouse)
     try:
         client.ensure_shapes((*t.STREAM_SHAPES, *t.BATCH_SHAPES))
@@ -130,7 +173,18 @@ def seed(settings: Settings) -> None:
         client.close()
     (settings.state_dir / "supervisor").mkdir(parents=True, exist_ok=True)
     (settings.state_dir / "supervisor" / "state.json").write_text(
-        json.dumps({"groups": {"g001": {"topics": [A, B], "started_at": 1.0, "failures": 1}}})
+        json.dumps(
+            {
+                "groups": {
+                    "g001": {
+                        "topics": [A, B],
+                        "started_at": 1.0,
+                        "failures": 1,
+                        "restarted_at": [at.timestamp() for at in RESTARTED_AT],
+                    }
+                }
+            }
+        )
     )
     save_plan(PLAN, settings.state_dir / "plan.json")
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.conftest import settings_for
-from tests.integration.operations_support import ISOLATED, NOW, T0, A, B, H, drop, seed
+from tests.integration.operations_support import ISOLATED, NOW, REFINALIZE_RUN, T0, A, B, H, M, drop, seed
 from widehouse.operations import health as h
 from widehouse.operations.overview import as_json, overview
 from widehouse.operations.page import render
@@ -34,7 +34,9 @@ def test_groups_from_progress_and_supervisor(seeded: Settings) -> None:
     view = overview(seeded, now=NOW)
     g, iso = view.groups
     assert (iso.name, iso.state, iso.alive, iso.last_commit) == ("iso-settings", "not started", False, None)
-    assert (g.name, g.state, g.restarts, g.last_batch) == ("g001", "alive", 1, 11)
+    assert (g.name, g.state, g.last_batch) == ("g001", "alive", 11)
+    # restarted 30 days, 25 h, 3 h, 1 h before NOW and 1 h after it: two in the 24 h up to NOW
+    assert (g.restarts, g.failures) == (2, 1)
     assert g.last_commit == T0 + 10 * H + dt.timedelta(minutes=29)
     assert g.watermark == T0 + 10 * H
     assert g.lag == ((A, 40), (B, 7))  # the newest batch's lag, not the older 900
@@ -52,6 +54,8 @@ def test_strips_from_ledger_reconciliation_and_watermark(seeded: Settings) -> No
     assert hourly[T0 + 5 * H].state == h.FINAL and hourly[T0 + 5 * H].rows == 42
     assert hourly[T0 + 6 * H].state == h.REFINALIZED and hourly[T0 + 6 * H].run_id == "r6b"
     assert hourly[T0 + 6 * H].publishes == 2
+    assert hourly[T0 + 6 * H].airflow_run == REFINALIZE_RUN  # the newest publish's run
+    assert hourly[T0 + 5 * H].airflow_run == ""  # a row that names no Airflow run
     assert hourly[T0 + 7 * H].state == h.MISMATCH
     # watermark 10:00, lateness 1 h (the catalog's): hour 08 needs 10:00 (due), 09 needs 11:00
     assert hourly[T0 + 4 * H].state == h.DUE  # its mismatch was fixed by a later check
@@ -101,5 +105,18 @@ def test_rejections_and_page(seeded: Settings) -> None:
     body = json.dumps(as_json(view))
     html = render(view)
     assert "g001" in html and "user_hourly" in html and "bad_json" in html
+    # hour 06 straight to its re-finalize's run page; hour 05 (no run in its row) through the view
+    assert "<a href='../dags/widehouse_refinalize/runs/manual__2026-11-20T09%3A00%3A00%2B00%3A00'>" in html
+    assert "<a href='run?dag=widehouse_hourly&amp;period=2026-11-20T05%3A00%3A00%2B00%3A00'>" in html
     password = seeded.local.clickhouse_password
     assert password and password not in html and password not in body
+
+
+def test_repairs_per_table(seeded: Settings) -> None:
+    from widehouse.operations.repairs import TableRepairs
+
+    view = overview(seeded, now=NOW)
+    # m1 repaired; m2's newest outcome is a claim of chunk 2, which is not done (1 chunk to finish);
+    # m3 still quarantined; m0 is 30 days old
+    assert view.repairs == (TableRepairs("user_hourly", 1, 1, 1, T0 + 9 * H + 5 * M),)
+    assert "<td>user_hourly</td><td>1</td><td>1</td><td>1</td>" in render(view)

@@ -117,6 +117,34 @@ def test_final_rows_computed_in_clickhouse_reach_both_stores_page_by_page(
         assert writer.recorded("user_hourly", HOUR) == publication_version(second.finalized_at)
 
 
+class _CrashError(Exception):
+    """Stands for a publisher killed right after it prepared its publication."""
+
+
+def test_the_airflow_run_reaches_the_ledger_also_when_a_later_run_rolls_the_publication_forward(
+    scratch: Settings,
+) -> None:
+    airflow_run = "widehouse_refinalize/manual__2026-11-22T10:00:00+00:00"
+    with _hourly_stores(scratch) as (table, client):
+        silver = DeltaSilver(None, scratch.delta)
+
+        def crash(point: str) -> None:
+            if point == "after-prepare":
+                raise _CrashError(point)
+
+        run = RunInfo(run_id="it-crashed", kind="hour", airflow_run=airflow_run)
+        with pytest.raises(_CrashError):
+            publish(client, silver, table, HOUR, _rows(table, HOUR, [1, 2], 1, HOUR), run, step=crash)
+        assert client.rows("SELECT run_id, airflow_run FROM publications") == [("it-crashed", airflow_run)]
+        assert client.rows("SELECT count() FROM finalized_periods") == [(0,)]
+        recovered = publishing.recover(client, silver, table, HOUR)  # the next run of the hour
+        assert recovered is not None and recovered.rows == 2
+        # then a publish outside Airflow (a shell): '' in its row
+        publish(client, silver, table, OTHER, _rows(table, OTHER, [1], 1, OTHER), RunInfo("it-shell", "hour"))
+        got = client.rows("SELECT period, run_id, airflow_run FROM finalized_periods ORDER BY period")
+        assert [(r[1], r[2]) for r in got] == [("it-crashed", airflow_run), ("it-shell", "")]
+
+
 def _rows(
     table: Any, hour: dt.datetime, uids: list[int], logins: int, at: dt.datetime
 ) -> pa.RecordBatchReader:

@@ -83,6 +83,26 @@ def test_checkpoints_and_assets() -> None:
     assert identity.OFFLINE_DATABASE == "offline"
 
 
+def test_airflow_run_reference() -> None:
+    run = "manual__2026-11-20T09:00:00.123+00:00"
+    assert identity.airflow_run_ref("widehouse_refinalize", run) == f"widehouse_refinalize/{run}"
+    assert identity.parse_airflow_run(f"widehouse_refinalize/{run}") == ("widehouse_refinalize", run)
+    assert identity.parse_airflow_run("d/a/b") == ("d", "a/b")  # a dag id has no '/'; a run id may
+    for bad, part in [("no-run", "no-run"), ("/r", "dag id ''"), ("d/", "run id ''"), ("d d/r", "d d")]:
+        with pytest.raises(ConfigError, match=re.escape(part)):
+            identity.parse_airflow_run(bad)
+    with pytest.raises(ConfigError, match="run id"):
+        identity.airflow_run_ref("d", "line\nbreak")
+    with pytest.raises(ConfigError, match="dag id"):
+        identity.airflow_run_ref("d" * 251, "r")
+
+
+def test_the_ledger_and_publications_record_the_airflow_run() -> None:
+    for shape in (tables.LEDGER_SHAPE, tables.PUBLICATION_SHAPE):
+        assert shape.names[-1] == "airflow_run"  # last: the column an older table gains at its end
+        assert shape.column("airflow_run").kind == "string" and not shape.column("airflow_run").nullable
+
+
 @pytest.mark.parametrize(
     ("pattern", "what"),
     [

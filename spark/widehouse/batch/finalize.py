@@ -68,6 +68,8 @@ class FinalizeRequest:
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     lease_wait: float = 0.0
     """Seconds to wait for another run publishing the same hour before giving up (PeriodBusyError)."""
+    airflow_run: str = ""
+    """The Airflow DAG run that runs this finalize (``--airflow-run``), recorded in the ledger."""
     faults: tuple[str, ...] = ()
     """Testing aid: publish steps (``after-final``, ``after-prepare``, ``after-silver``) at which the
     process kills itself."""
@@ -195,6 +197,7 @@ def _finalize_leased(  # noqa: PLR0917 - the run's parts, in order
             late_rows=late.events if late else 0,
             reconciliation="ok" if rec.ok else "accepted",
             note="\n".join(notes),
+            airflow_run=request.airflow_run,
         )
         # the final rows are computed by ClickHouse into <T>_final (the scratch partials still there)
         result = publish(

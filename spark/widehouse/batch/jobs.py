@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from widehouse.contracts.identity import OFFLINE_DATABASE
+from widehouse.contracts.identity import OFFLINE_DATABASE, parse_airflow_run
 from widehouse.contracts.periods import day_argument, hour_argument
 from widehouse.errors import MissingInputError, NotReadyError, ReconciliationError
 from widehouse.settings import Settings
@@ -31,6 +31,30 @@ EXIT_MISMATCH = 4
 EXIT_BUSY = 5
 EXIT_MISSING_INPUT = EXIT_BAD_INPUT
 """A missing Hive partition is bad input to the daily merge."""
+
+
+def airflow_run_argument(text: str) -> str:
+    """``--airflow-run DAG_ID/RUN_ID`` (:func:`widehouse.contracts.identity.airflow_run_ref`); '' = none."""
+    from widehouse.errors import ConfigError
+
+    if not text:
+        return text
+    try:
+        parse_airflow_run(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+    return text
+
+
+def add_airflow_run(parser: argparse.ArgumentParser) -> None:
+    """``--airflow-run DAG_ID/RUN_ID`` (a job that publishes records it in the ledger)."""
+    parser.add_argument(
+        "--airflow-run",
+        type=airflow_run_argument,
+        default="",
+        metavar="DAG_ID/RUN_ID",
+        help="the Airflow DAG run that runs this job, recorded in the ledger (the Airflow tasks pass it)",
+    )
 
 
 def add_finalize_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,6 +75,7 @@ def add_finalize_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-hbase", action="store_true", help="do not refresh the day's HBase stream family"
     )
+    add_airflow_run(parser)
     parser.add_argument("--fault", action="append", default=[], help=argparse.SUPPRESS)  # crash tests
 
 
@@ -67,6 +92,7 @@ def finalize(args: argparse.Namespace, settings: Settings) -> int:
         include_late=args.include_late,
         accept_mismatch=args.accept_mismatch,
         faults=tuple(args.fault),
+        airflow_run=args.airflow_run,
     )
     try:
         outcome = run_finalize(settings, request, refresh_hbase=not args.no_hbase)
@@ -102,6 +128,7 @@ def add_daily_arguments(parser: argparse.ArgumentParser) -> None:
         help="write HBase family s even when the day's partials are what the last refresh read "
         "(after partials were removed by hand; normally such a run writes nothing there)",
     )
+    add_airflow_run(parser)
 
 
 def daily(args: argparse.Namespace, settings: Settings) -> int:
@@ -117,6 +144,7 @@ def daily(args: argparse.Namespace, settings: Settings) -> int:
         salt_buckets=None if args.salt_buckets is None else check_buckets(args.salt_buckets),
         offline_database=args.offline_database,
         rewrite_stream=args.rewrite_stream,
+        airflow_run=args.airflow_run,
     )
     try:
         outcome = run_daily_job(settings, request)
@@ -136,8 +164,10 @@ __all__ = [
     "EXIT_MISMATCH",
     "EXIT_MISSING_INPUT",
     "EXIT_NOT_READY",
+    "add_airflow_run",
     "add_daily_arguments",
     "add_finalize_arguments",
+    "airflow_run_argument",
     "daily",
     "finalize",
 ]

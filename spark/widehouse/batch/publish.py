@@ -77,6 +77,8 @@ class RunInfo:
     late_rows: int = 0
     reconciliation: str = ""
     note: str = ""
+    airflow_run: str = ""
+    """The Airflow DAG run that ran the job, ``<dag id>/<run id>``; '' when no Airflow task did."""
 
 
 class SilverWriter(Protocol):
@@ -185,6 +187,7 @@ def publish(  # noqa: PLR0917 - what, where and how, named at call sites
         "late_rows": run.late_rows,
         "reconciliation": run.reconciliation,
         "note": run.note,
+        "airflow_run": run.airflow_run,
     }
     if lease is not None:
         lease.renew()  # still ours right before the decision (and good for another TTL)

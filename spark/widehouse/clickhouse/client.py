@@ -267,12 +267,25 @@ class ClickHouse:
             return ddl.apply_ddl(self, catalog, self.database, cluster=self.cluster)
 
     def ensure_shapes(self, shapes: Iterable[Shape]) -> list[str]:
-        """Create the tables of declared shapes if missing. Returns the statements run."""
-        from widehouse.clickhouse.ddl import shape_ddl
+        """Create the tables of declared shapes if missing, and add the columns a shape gained since
+        its table was created (``ADD COLUMN IF NOT EXISTS``, at the end; on a cluster ``ON CLUSTER``;
+        columns are checked on the node the client reaches). Returns the statements run."""
+        from widehouse.clickhouse.ddl import (
+            SHAPE_COLUMNS_QUERY,
+            missing_shape_columns,
+            shape_add_column_ddl,
+            shape_ddl,
+        )
 
+        shapes = list(shapes)
         statements = [shape_ddl(shape, self.database, cluster=self.cluster) for shape in shapes]
         for statement in statements:
             self.command(statement)
+        present = self.rows(SHAPE_COLUMNS_QUERY, {"db": self.database, "t": [s.name for s in shapes]})
+        for shape, column in missing_shape_columns(shapes, ((r[0], r[1]) for r in present)):
+            statement = shape_add_column_ddl(shape, column, self.database, cluster=self.cluster)
+            self.command(statement)
+            statements.append(statement)
         return statements
 
     def drop(self, names: Iterable[str]) -> None:

@@ -61,7 +61,7 @@ reads) are the client's part: :mod:`widehouse.clickhouse.client`.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -69,7 +69,7 @@ from widehouse.catalog.model import Catalog, WideColumn, WideTable
 from widehouse.contracts.tables import LEDGER, LEDGER_SHAPE, check_cluster_name
 from widehouse.contracts.types import CLICKHOUSE_TYPES
 from widehouse.errors import CatalogError
-from widehouse.shape import TYPES, Shape
+from widehouse.shape import TYPES, Col, Shape
 
 
 class DdlClient(Protocol):
@@ -331,14 +331,7 @@ def shape_ddl(
     """``CREATE TABLE IF NOT EXISTS`` of a declared shape, with a deduplication window for inserts.
 
     On a cluster: one replicated table with a full copy on every node (never sharded)."""
-    lines = []
-    for column in shape.columns:
-        kind = TYPES[column.kind].clickhouse
-        if column.nullable:
-            kind = f"Nullable({kind})"
-        if column.low_cardinality:
-            kind = f"LowCardinality({kind})"
-        lines.append(f"{q(column.name)} {kind}")
+    lines = [f"{q(column.name)} {shape_column_type(column)}" for column in shape.columns]
     order = ", ".join(q(n) for n in shape.order_by)
     engine = shape.engine if cluster is None else _everywhere_engine(shape.engine, database, shape.name)
     return (
@@ -348,6 +341,50 @@ def shape_ddl(
         f"ORDER BY ({order})\n"
         f"{_dedup_setting(dedup_window, cluster)}"
     )
+
+
+def shape_column_type(column: Col) -> str:
+    """The ClickHouse type of a shape's column (``LowCardinality(Nullable(String))``, ...)."""
+    kind = TYPES[column.kind].clickhouse
+    if column.nullable:
+        kind = f"Nullable({kind})"
+    if column.low_cardinality:
+        kind = f"LowCardinality({kind})"
+    return kind
+
+
+def shape_add_column_ddl(shape: Shape, column: str, database: str, *, cluster: str | None = None) -> str:
+    """``ALTER TABLE ... ADD COLUMN IF NOT EXISTS`` of a column a shape gained after its table was
+    created (existing rows read the type's default: '' , 0, false, or NULL when nullable). On a
+    cluster ``ON CLUSTER``: every node's replica of the (unsharded) table gets it."""
+    col = shape.column(column)
+    return (
+        f"ALTER TABLE {_db(database)}.{q(shape.name)}{_on(cluster)} "
+        f"ADD COLUMN IF NOT EXISTS {q(col.name)} {shape_column_type(col)}"
+    )
+
+
+def missing_shape_columns(
+    shapes: Iterable[Shape], present: Iterable[tuple[str, str]]
+) -> list[tuple[Shape, str]]:
+    """(shape, column) of every declared column absent from ``present`` ((table, column) pairs read
+    from ``system.columns``), in declaration order. A table absent from ``present`` altogether is
+    skipped (its ``CREATE`` has just made it whole, or failed)."""
+    have: dict[str, set[str]] = {}
+    for table, column in present:
+        have.setdefault(str(table), set()).add(str(column))
+    return [
+        (shape, c.name)
+        for shape in shapes
+        if shape.name in have
+        for c in shape.columns
+        if c.name not in have[shape.name]
+    ]
+
+
+SHAPE_COLUMNS_QUERY = (
+    "SELECT table, name FROM system.columns WHERE database = {db:String} AND table IN {t:Array(String)}"
+)
 
 
 def table_ddl(
@@ -452,8 +489,9 @@ def apply_ddl(
     """Create or evolve every wide table's objects through a clickhouse-connect client.
 
     Idempotent: tables are created if missing, columns the catalog gained are added (at the end;
-    ClickHouse selects by name), views are replaced. A column whose type no longer matches the
-    catalog (its aggregate or type changed) raises CatalogError: that needs a deliberate migration.
+    ClickHouse selects by name), views are replaced; the ledger gets the columns its shape gained.
+    A column whose type no longer matches the catalog (its aggregate or type changed) raises
+    CatalogError: that needs a deliberate migration.
     On a cluster every statement runs ``ON CLUSTER`` (columns are checked on the node the client
     reaches). Returns the statements run.
     """
@@ -481,6 +519,12 @@ def apply_ddl(
         for statement in create[tables:]:
             client.command(statement)
             run.append(statement)
+    # the ledger the analyst views read is created here too: give an older one the columns it lacks
+    ledger_columns = client.rows(SHAPE_COLUMNS_QUERY, {"db": database, "t": [LEDGER]})
+    for shape, column in missing_shape_columns([LEDGER_SHAPE], ((r[0], r[1]) for r in ledger_columns)):
+        statement = shape_add_column_ddl(shape, column, database, cluster=cluster)
+        client.command(statement)
+        run.append(statement)
     return run
 
 

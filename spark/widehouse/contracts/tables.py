@@ -167,12 +167,17 @@ LEDGER_SHAPE = Shape(
         Col("late_rows", "uint64"),
         Col("reconciliation", "string", low_cardinality=True),
         Col("note", "string"),
+        Col("airflow_run", "string"),
     ),
     partition_by="period",
     order_by=("table", "period", "finalized_at"),
 )
 """One row per publish of a period (hour or day) of a table: what was published, when, how. The
-analyst views read it (:func:`widehouse.clickhouse.ddl.analyst_view_ddl`)."""
+analyst views read it (:func:`widehouse.clickhouse.ddl.analyst_view_ddl`). ``run_id`` is Widehouse's
+own run (lease holders, scratch tables); ``airflow_run`` the Airflow DAG run that ran the job,
+``<dag id>/<run id>`` (:func:`widehouse.contracts.identity.airflow_run_ref`), or '' when no Airflow
+task ran it. ``airflow_run`` came later: :meth:`widehouse.clickhouse.client.ClickHouse.ensure_shapes`
+adds it to a ledger (and ``publications``) made before, whose older rows then read ''."""
 
 PUBLICATION_SHAPE = Shape(
     PUBLICATIONS,
@@ -198,12 +203,15 @@ RECONCILIATION_SHAPE = Shape(
         Col("late", "uint64"),
         Col("status", "string", low_cardinality=True),
         Col("detail", "string"),
+        Col("repaired", "uint64"),
     ),
     partition_by="hour",
     order_by=("table", "hour", "topic", "checked_at"),
 )
 """Per (table, hour, topic) and run: the broker's messages of the hour's publish-time range, what
-the stream counted in, and valid + quarantined + late; ``status`` ok / mismatch / accepted."""
+the stream counted in, and valid + quarantined + late; ``status`` ok / mismatch / accepted.
+``repaired``: of ``valid``, quarantined messages a repair folded in since (no longer quarantined).
+Added after the first release: an existing table gets it from ``ensure_shapes`` (0 in older rows)."""
 
 LEASE_SHAPE = Shape(
     LEASES,

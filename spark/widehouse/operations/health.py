@@ -63,6 +63,8 @@ class Window:
     """Topics with the most quarantined + late messages shown."""
     reasons: int = 3
     """Top quarantine reasons shown per topic."""
+    restart_hours: int = 24
+    """A group's restarts are counted over this many hours."""
 
 
 # -- slot groups ---------------------------------------------------------------------------------
@@ -89,7 +91,11 @@ class GroupHealth:
     last_batch: int | None
     watermark: dt.datetime | None
     restarts: int
-    """Consecutive failures the supervisor counted (reset by a committed batch)."""
+    """Restarts by the supervisor after a failure within the last ``window.restart_hours`` (its
+    ``restarted_at``); a query restarted inside the app is not counted (no record of it outlives the app)."""
+    failures: int
+    """Consecutive failures the supervisor counted (reset by a committed batch; it gives up at
+    ``WIDEHOUSE_SUPERVISOR_MAX_FAILURES``)."""
     last_failure: str
     lag: tuple[tuple[str, int], ...]
     """(topic, messages behind) of the newest batch, largest first."""
@@ -131,7 +137,7 @@ def read_groups(
         "ORDER BY `group`, l DESC, topic LIMIT {n:UInt32} BY `group` LIMIT 100000",
         {"app": app, "a": sql_time(since_chart), "b": sql_time(now), "n": window.lag_topics},
     )
-    return shape_groups(summary, hourly, lag, now, supervisor, stale_seconds, planned)
+    return shape_groups(summary, hourly, lag, now, supervisor, stale_seconds, planned, window.restart_hours)
 
 
 def shape_groups(  # noqa: PLR0917 - the three query results and the judgement's inputs
@@ -142,10 +148,11 @@ def shape_groups(  # noqa: PLR0917 - the three query results and the judgement's
     supervisor: SupervisorState | None,
     stale_seconds: float,
     planned: Iterable[str] = (),
+    restart_hours: int = 24,
 ) -> list[GroupHealth]:
     """Group health from the query rows (``(group, last commit, last batch, watermark)``,
     ``(group, hour, rows in, worst freshness ms)``, ``(group, topic, lag)``), the supervisor's state
-    and the plan's group names."""
+    (restarts counted over the ``restart_hours`` up to ``now``) and the plan's group names."""
     commits = {str(g): (_utc(c), int(b), _utc(w)) for g, c, b, w in summary}
     points: dict[str, list[HourPoint]] = {}
     for g, h, rows, fresh_ms in hourly:
@@ -159,6 +166,8 @@ def shape_groups(  # noqa: PLR0917 - the three query results and the judgement's
     for g, topic, n in lag:
         lags.setdefault(str(g), []).append((str(topic), int(n)))
     known = supervisor.groups if supervisor is not None else {}
+    until = now.timestamp()
+    since = until - restart_hours * 3600.0
     out = []
     for name in sorted(set(commits) | set(known) | set(planned)):
         last, batch, mark = commits.get(name, (None, None, None))
@@ -182,7 +191,8 @@ def shape_groups(  # noqa: PLR0917 - the three query results and the judgement's
                 last_commit=last,
                 last_batch=batch,
                 watermark=mark,
-                restarts=st.failures if st is not None else 0,
+                restarts=st.restarts_between(since, until) if st is not None else 0,
+                failures=st.failures if st is not None else 0,
                 last_failure=(st.last_failure[-300:] if st is not None else ""),
                 lag=tuple(lags.get(name, ())),
                 points=tuple(points.get(name, ())),
@@ -214,6 +224,9 @@ class Cell:
     rows: int = 0
     final_hours: int = 0
     """Day cells of an hourly table: how many of the day's hours are published."""
+    airflow_run: str = ""
+    """The Airflow DAG run of the newest publish, ``<dag id>/<run id>``; '' for ledger rows written
+    before the ledger had the column, by a job no Airflow task ran, and for unpublished periods."""
 
 
 @dataclass(frozen=True)
@@ -235,6 +248,7 @@ class LedgerEntry:
     reconciliation: str
     rows: int
     finalized_at: dt.datetime
+    airflow_run: str = ""
 
 
 def read_strips(
@@ -251,10 +265,16 @@ def read_strips(
         return []
     since = _day(now) - (window.days - 1) * DAY
     names = [t.name for t in tables]
+    # a ledger made before the column existed has none until the next publish's ensure adds it
+    has_airflow_run = client.scalar(
+        "SELECT count() FROM system.columns WHERE database = currentDatabase() "
+        f"AND table = '{LEDGER}' AND name = 'airflow_run'"
+    )
+    airflow_run = "argMax(airflow_run, finalized_at)" if has_airflow_run else "''"
     ledger = client.rows(
         "SELECT `table`, period, count(), argMax(run_id, finalized_at), argMax(forced, finalized_at), "
         "argMax(include_late, finalized_at), argMax(reconciliation, finalized_at), "
-        f"argMax(rows, finalized_at), max(finalized_at) FROM {LEDGER} "
+        f"argMax(rows, finalized_at), max(finalized_at), {airflow_run} FROM {LEDGER} "
         "WHERE `table` IN {t:Array(String)} AND period >= {a:DateTime64(3, 'UTC')} "
         "AND finalized_at <= {b:DateTime64(3, 'UTC')} GROUP BY `table`, period LIMIT 1000000",
         {"t": names, "a": sql_time(since), "b": sql_time(now)},
@@ -278,13 +298,16 @@ def shape_strips(  # noqa: PLR0917 - query rows and the judgement's inputs
     lateness: dt.timedelta,
     window: Window = Window(),
 ) -> list[Strip]:
+    """Strips from the ledger rows (``(table, period, publishes, run_id, forced, include_late,
+    reconciliation, rows, finalized_at, airflow_run)`` of each period's newest publish), the periods
+    whose newest reconciliation is a mismatch, and the feeding groups' watermarks."""
     entries: dict[tuple[str, dt.datetime], LedgerEntry] = {}
-    for table, period, n, run_id, forced, late, rec, rows, at in ledger:
+    for table, period, n, run_id, forced, late, rec, rows, at, airflow_run in ledger:
         p, f = _utc(period), _utc(at)
         assert p is not None
         assert f is not None
         entries[(str(table), p)] = LedgerEntry(
-            int(n), str(run_id), bool(forced), bool(late), str(rec), int(rows), f
+            int(n), str(run_id), bool(forced), bool(late), str(rec), int(rows), f, str(airflow_run)
         )
     refused = {(str(t), _utc(h)) for t, h in mismatches}
     out = []
@@ -302,6 +325,7 @@ def shape_strips(  # noqa: PLR0917 - query rows and the judgement's inputs
                     entry.run_id,
                     entry.finalized_at,
                     entry.rows,
+                    airflow_run=entry.airflow_run,
                 )
             if (spec.name, period) in refused:
                 return Cell(period, MISMATCH)

@@ -26,6 +26,7 @@ from widehouse.operations.health import (
     shape_plan,
     table_specs,
 )
+from widehouse.operations.repairs import TableRepairs, read_repairs
 
 if TYPE_CHECKING:
     from widehouse.settings import Settings
@@ -40,6 +41,8 @@ class Overview:
     rejections: Rejections
     plan: PlanView | None
     problems: tuple[str, ...] = ()
+    repairs: tuple[TableRepairs, ...] = ()
+    """Per table, the repairs of quarantined events over the long window (:mod:`.repairs`)."""
     """What could not be read (a missing plan, an unreadable supervisor state), for the page."""
 
 
@@ -88,6 +91,7 @@ def overview(settings: Settings, now: dt.datetime | None = None, window: Window 
         marks = {g.name: g.watermark for g in groups}
         strips = read_strips(client, specs, marks, now, lateness=lateness, window=window)
         rejections = read_rejections(client, app, now, window)
+        repairs = read_repairs(client, now - dt.timedelta(days=window.days))
     finally:
         client.close()
     return Overview(
@@ -98,6 +102,7 @@ def overview(settings: Settings, now: dt.datetime | None = None, window: Window 
         rejections=rejections,
         plan=shape_plan(plan, settings.planner) if plan is not None else None,
         problems=tuple(problems),
+        repairs=tuple(repairs),
     )
 
 

@@ -1,10 +1,12 @@
 """The overview as one server-rendered HTML page: tables, strips and small inline SVG charts.
 
 No JavaScript, no stylesheet or font from elsewhere (the page must render with no network), every
-value escaped. Strip cells link to the Airflow runs of the DAG that publishes the period
-(``widehouse_hourly`` for hours, ``widehouse_daily`` for days) through the view's ``run`` endpoint,
-which finds the run logical-dated at the period (the ledger records Widehouse's own run id, shown in
-the cell's title, not Airflow's).
+value escaped. A strip cell links to the Airflow run that published its period (:func:`cell_link`):
+the run the ledger row names (``airflow_run``: a re-finalize links to the ``widehouse_refinalize``
+run that made it), straight to Airflow's run page; for a ledger row without one (written before the
+column existed, or by a job no Airflow task ran) and for unpublished periods, through the view's
+``run`` endpoint, which finds the run of the publishing DAG (``widehouse_hourly`` for hours,
+``widehouse_daily`` for days) logical-dated at the period. The cell's title shows both run ids.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from collections.abc import Sequence
 from html import escape
 from urllib.parse import quote
 
+from widehouse.contracts.identity import parse_airflow_run
+from widehouse.errors import ConfigError
 from widehouse.operations.health import (
     ACCEPTED,
     DUE,
@@ -64,6 +68,7 @@ def render(view: Overview) -> str:
         _groups(view.groups),
         _strips(view.strips),
         _rejections(view.rejections),
+        _repairs(view),
         _plan(view),
         "</body></html>",
     ]
@@ -73,7 +78,7 @@ def render(view: Overview) -> str:
 def _groups(groups: Sequence[GroupHealth]) -> str:
     rows = [
         "<h2>Slot groups</h2><table><tr><th>group</th><th>state</th><th>last commit</th>"
-        "<th>batch</th><th>watermark</th><th>restarts</th><th>events/s</th><th>freshness (s)</th>"
+        "<th>batch</th><th>watermark</th><th>restarts (24 h)</th><th>events/s</th><th>freshness (s)</th>"
         "<th>lag per topic</th></tr>"
     ]
     for g in groups:
@@ -84,7 +89,8 @@ def _groups(groups: Sequence[GroupHealth]) -> str:
         rows.append(
             f"<tr><td>{escape(g.name)}</td><td>{state}</td><td>{escape(_t(g.last_commit))}</td>"
             f"<td>{g.last_batch if g.last_batch is not None else '-'}</td><td>{escape(_t(g.watermark))}</td>"
-            f"<td>{g.restarts}</td><td>{spark_line([p.events_per_s for p in g.points])}</td>"
+            f"<td title='{g.failures} consecutive failure(s) now'>{g.restarts}</td>"
+            f"<td>{spark_line([p.events_per_s for p in g.points])}</td>"
             f"<td>{spark_line([p.freshness_s for p in g.points])}</td><td>{lag}</td></tr>"
         )
     if not groups:
@@ -113,10 +119,12 @@ def _cells(cells: Sequence[Cell], dag: str) -> str:
         title = f"{_t(c.period)} {c.state}"
         if c.publishes:
             title += f", published {c.publishes}x, {c.rows} rows, run {c.run_id}"
+        if c.airflow_run:
+            title += f", Airflow run {c.airflow_run}"
         if c.final_hours:
             title += f", {c.final_hours}/24 hours published"
         boxes.append(
-            f"<a href='{escape(run_link(dag, c.period))}'>"
+            f"<a href='{escape(cell_link(dag, c))}'>"
             f"<rect x='{i * (width + 1)}' y='0' width='{width}' height='14' "
             f"fill='{COLOURS.get(c.state, '#ccc')}'><title>{escape(title)}</title></rect></a>"
         )
@@ -152,6 +160,21 @@ def _rejections(rej: Rejections) -> str:
     return "".join(out) + "</table>"
 
 
+def _repairs(view: Overview) -> str:
+    out = [
+        "<h2>Repairs of quarantined events (14 days)</h2><table><tr><th>table</th><th>repaired</th>"
+        "<th>still quarantined</th><th>chunks to finish</th><th>newest</th></tr>"
+    ]
+    out += [
+        f"<tr><td>{escape(r.table)}</td><td>{r.repaired:,}</td><td>{r.still_invalid:,}</td>"
+        f"<td>{r.unfinished_chunks}</td><td>{escape(_t(r.newest))}</td></tr>"
+        for r in view.repairs
+    ]
+    if not view.repairs:
+        out.append("<tr><td colspan='5'>no repair in the window (<code>widehouse repair</code>)</td></tr>")
+    return "".join(out) + "</table>"
+
+
 def _plan(view: Overview) -> str:
     if view.plan is None:
         return "<h2>Plan</h2><p>no plan file</p>"
@@ -179,6 +202,22 @@ def run_link(dag: str, period: dt.datetime) -> str:
     return f"run?dag={quote(dag)}&period={quote(period.isoformat())}"
 
 
+def airflow_run_link(airflow_run: str) -> str | None:
+    """The relative link (from the view's root, ``/widehouse/``) to Airflow 3's page of the run the
+    ledger names (``<dag id>/<run id>``): ``../dags/<dag id>/runs/<run id>``; None if it is not one."""
+    try:
+        dag_id, run_id = parse_airflow_run(airflow_run)
+    except ConfigError:  # not a reference the tasks write (hand-made row): the fallback link
+        return None
+    return f"../dags/{quote(dag_id, safe='')}/runs/{quote(run_id, safe='')}"
+
+
+def cell_link(dag: str, cell: Cell) -> str:
+    """Where a strip cell links: the Airflow run its ledger row names, else (no such run recorded)
+    the run of ``dag`` logical-dated at the cell's period, found by the view's ``run`` endpoint."""
+    return (airflow_run_link(cell.airflow_run) if cell.airflow_run else None) or run_link(dag, cell.period)
+
+
 def spark_line(values: Sequence[float], width: int = 120, height: int = 24, unit: str = "") -> str:
     """A small inline SVG polyline of ``values`` (oldest first), scaled to its own maximum, and the
     newest value."""
@@ -201,4 +240,13 @@ def _t(value: dt.datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M") + "Z" if value is not None else "-"
 
 
-__all__ = ["COLOURS", "DAILY_DAG", "HOURLY_DAG", "render", "run_link", "spark_line"]
+__all__ = [
+    "COLOURS",
+    "DAILY_DAG",
+    "HOURLY_DAG",
+    "airflow_run_link",
+    "cell_link",
+    "render",
+    "run_link",
+    "spark_line",
+]

@@ -26,7 +26,7 @@ from widehouse.operations.page import DAILY_DAG, HOURLY_DAG, render
 
 URL_PREFIX = "/widehouse"
 RUN_DAGS: tuple[str, ...] = (HOURLY_DAG, DAILY_DAG)
-"""The DAGs whose runs a strip cell links to (``/run`` refuses any other)."""
+"""The DAGs whose runs ``/run`` finds for a cell without a recorded Airflow run (it refuses any other)."""
 
 
 def request_settings() -> Any:
@@ -88,9 +88,11 @@ def create_app() -> FastAPI:
 
     @app.get("/run")
     def run(dag: str, period: str) -> RedirectResponse:
-        """A strip cell's link: the Airflow run of ``dag`` whose logical date is the period (the
-        hourly and daily DAGs' runs are logical-dated at the hour / day they publish), else the
-        DAG's runs. Relative targets, so an API server under a base path works too."""
+        """The link of a strip cell whose ledger row names no Airflow run (older rows, runs from a
+        shell, unpublished periods; :func:`widehouse.operations.page.cell_link`): the Airflow run of
+        ``dag`` whose logical date is the period (the hourly and daily DAGs' runs are logical-dated
+        at the hour / day they publish), else the DAG's runs. Relative targets, so an API server
+        under a base path works too."""
         if dag not in RUN_DAGS:
             raise HTTPException(400, f"dag={dag!r} is not one of {', '.join(RUN_DAGS)}")
         when = parse_at(period)

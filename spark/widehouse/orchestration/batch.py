@@ -96,7 +96,9 @@ def finalize_args(
     force: bool = False,
     include_late: bool = False,
     accept_mismatch: bool = False,
+    airflow_run: str = "",
 ) -> list[str]:
+    """``widehouse finalize``'s arguments; ``airflow_run`` (``<dag id>/<run id>``) goes to the ledger."""
     args = ["finalize", "--table", table, "--hour", hour_arg(hour)]
     for flag, on in (
         ("--force", force),
@@ -105,7 +107,17 @@ def finalize_args(
     ):
         if on:
             args.append(flag)
-    return args
+    return args + _airflow_run_args(airflow_run)
+
+
+def daily_args(day: dt.date, *, rewrite_stream: bool = False, airflow_run: str = "") -> list[str]:
+    """``widehouse daily``'s arguments; ``airflow_run`` (``<dag id>/<run id>``) goes to the ledger."""
+    args = ["daily", "--day", day.isoformat(), *(["--rewrite-stream"] if rewrite_stream else [])]
+    return args + _airflow_run_args(airflow_run)
+
+
+def _airflow_run_args(airflow_run: str) -> list[str]:
+    return ["--airflow-run", airflow_run] if airflow_run else []
 
 
 def finalize_job(
@@ -117,9 +129,17 @@ def finalize_job(
     force: bool = False,
     include_late: bool = False,
     accept_mismatch: bool = False,
+    airflow_run: str = "",
 ) -> None:
     """Finalize one table-hour; raises :class:`JobFailedError` (retryable or not) on a non-zero exit."""
-    args = finalize_args(table, hour, force=force, include_late=include_late, accept_mismatch=accept_mismatch)
+    args = finalize_args(
+        table,
+        hour,
+        force=force,
+        include_late=include_late,
+        accept_mismatch=accept_mismatch,
+        airflow_run=airflow_run,
+    )
     _check(runner(args, env), f"finalize {table} {hour_arg(hour)}", FINALIZE_MEANING)
 
 
@@ -131,13 +151,15 @@ def repair_args(
     topics: list[str] | tuple[str, ...] = (),
     reasons: list[str] | tuple[str, ...] = (),
     republish: bool = True,
+    airflow_run: str = "",
 ) -> list[str]:
+    """``widehouse repair``'s arguments; ``airflow_run`` names the run in re-published ledger rows."""
     args = ["repair", "--table", table, "--from", hour_arg(first), "--to", hour_arg(last)]
     for topic in topics:
         args += ["--topic", topic]
     for reason in reasons:
         args += ["--reason", reason]
-    return [*args, *([] if republish else ["--no-republish"])]
+    return [*args, *([] if republish else ["--no-republish"]), *_airflow_run_args(airflow_run)]
 
 
 def repair_job(runner: Runner, env: Mapping[str, str], args: list[str]) -> None:
@@ -145,9 +167,16 @@ def repair_job(runner: Runner, env: Mapping[str, str], args: list[str]) -> None:
     _check(runner(args, env), " ".join(args[:3]), REPAIR_MEANING)
 
 
-def daily_job(runner: Runner, env: Mapping[str, str], day: dt.date, *, rewrite_stream: bool = False) -> None:
+def daily_job(
+    runner: Runner,
+    env: Mapping[str, str],
+    day: dt.date,
+    *,
+    rewrite_stream: bool = False,
+    airflow_run: str = "",
+) -> None:
     """Merge one day; raises :class:`JobFailedError` (retryable or not) on a non-zero exit."""
-    args = ["daily", "--day", day.isoformat(), *(["--rewrite-stream"] if rewrite_stream else [])]
+    args = daily_args(day, rewrite_stream=rewrite_stream, airflow_run=airflow_run)
     _check(runner(args, env), f"daily {day.isoformat()}", DAILY_MEANING)
 
 

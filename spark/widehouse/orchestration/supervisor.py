@@ -15,9 +15,10 @@ One app per slot group. Per cycle (:meth:`Supervisor.cycle`):
    tail of its log (the Airflow task fails) until an operator resets it (``widehouse supervise
    --reset GROUP``) or a new plan changes the group.
 
-State (per group: topics, start time, failures, next start, given up) lives in
-``<state>/supervisor/state.json``; the clock, the launcher, the commit reader and the job runner are
-injected, so the logic is tested with fakes.
+State (per group: topics, start time, failures, next start, given up, and when it was restarted
+after a failure over the last :data:`RESTART_HISTORY_S`, for the Widehouse view's "restarts in the
+last 24 h") lives in ``<state>/supervisor/state.json``; the clock, the launcher, the commit reader
+and the job runner are injected, so the logic is tested with fakes.
 """
 
 from __future__ import annotations
@@ -48,6 +49,11 @@ CLEANUP_INTERVAL_S = 3600.0
 RETIRED_KEEP_S = 2 * 86400.0
 """A retired app is forgotten after this (the cleanup TTL, 24 h, has removed its subscriptions)."""
 
+RESTART_HISTORY_S = 14 * 86400.0
+"""How long a group's restart times are kept (the Widehouse view's longest window, 14 days)."""
+RESTART_HISTORY_MAX = 1000
+"""At most this many restart times are kept per group (a group restarted in a tight loop)."""
+
 Clock = Callable[[], float]
 CommitReader = Callable[[], dict[str, float]]
 
@@ -61,6 +67,14 @@ class GroupState:
     next_start_at: float = 0.0
     given_up: bool = False
     last_failure: str = ""
+    restarted_at: list[float] = field(default_factory=list)
+    """When the supervisor restarted it after a failure (epoch seconds, oldest first), over the last
+    :data:`RESTART_HISTORY_S`. Unlike ``failures`` a committed batch or a reset does not clear it.
+    Restarts of a failed query inside the app (:mod:`widehouse.stream.restart`) are not here."""
+
+    def restarts_between(self, since: float, until: float) -> int:
+        """Restarts with ``since < time <= until``."""
+        return sum(1 for at in self.restarted_at if since < at <= until)
 
 
 @dataclass
@@ -189,7 +203,8 @@ class Supervisor:
             raise OrchestrationError(
                 f"slot group {group!r} is not supervised (known: {', '.join(state.groups)})"
             )
-        state.groups[group] = GroupState(topics=state.groups[group].topics)
+        old = state.groups[group]
+        state.groups[group] = GroupState(topics=old.topics, restarted_at=old.restarted_at)  # history stays
         state.save(self.state_path)
 
     # -- steps -------------------------------------------------------------------------------
@@ -220,7 +235,7 @@ class Supervisor:
             moved_out = sorted(set(current.topics) - set(wanted))
             detail = f"plan change: +{len(moved_in)} -{len(moved_out)} topics"
             actions.append(Action(name, "stopped", detail))
-            state.groups[name] = GroupState(topics=wanted)
+            state.groups[name] = GroupState(topics=wanted, restarted_at=current.restarted_at)
         return unfinished
 
     def _read_commits(self) -> dict[str, float] | None:
@@ -266,6 +281,8 @@ class Supervisor:
             return
         self.launcher.start(name, plan)
         st.started_at = self.clock()
+        if st.failures:
+            _record_restart(st, st.started_at)
         actions.append(Action(name, "restarted" if st.failures else "started"))
 
     def _health(
@@ -311,6 +328,12 @@ class Supervisor:
         actions.append(
             Action("*", "cleanup", f"widehouse pulsar cleanup exited {result.code}: {result.tail[-300:]}")
         )
+
+
+def _record_restart(st: GroupState, at: float) -> None:
+    """Add a restart time; drop those older than :data:`RESTART_HISTORY_S` and beyond the cap."""
+    kept = [t for t in st.restarted_at if t > at - RESTART_HISTORY_S]
+    st.restarted_at = [*kept, at][-RESTART_HISTORY_MAX:]
 
 
 def describe(report: CycleReport) -> str:

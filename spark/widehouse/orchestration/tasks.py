@@ -2,7 +2,9 @@
 
 This is the only module of the library that talks to Airflow, and only inside running tasks
 (imports are local): it reads Connections, turns non-retryable failures into
-``AirflowFailException`` and attaches Asset event extras. Everything it calls is tested without
+``AirflowFailException``, attaches Asset event extras, and passes the running DAG run to the jobs
+that publish (``--airflow-run <dag id>/<run id>``, recorded in the ledger for the Widehouse view's
+links). Everything it calls is tested without
 Airflow.
 """
 
@@ -60,6 +62,21 @@ def failing_fast() -> Iterator[None]:
         from airflow.sdk.exceptions import AirflowFailException
 
         raise AirflowFailException(str(exc)) from exc
+
+
+def current_airflow_run() -> str:
+    """The running task's DAG run as the ledger records it (``<dag id>/<run id>``,
+    :func:`widehouse.contracts.identity.airflow_run_ref`); '' outside a running task."""
+    from airflow.sdk import get_current_context
+
+    from widehouse.contracts.identity import airflow_run_ref
+
+    try:
+        context = get_current_context()
+    except RuntimeError:  # what the SDK raises when no task is running (a shell, a test)
+        return ""
+    run = context["dag_run"]
+    return airflow_run_ref(str(run.dag_id), str(run.run_id))
 
 
 def _with_env(body: Callable[[dict[str, str], Settings], T]) -> T:
@@ -158,8 +175,9 @@ def finalize(table: str, hours: list[dt.datetime], outlet: Any = None, **flags: 
 
     def body(env: dict[str, str], settings: Settings) -> list[str]:
         done: list[str] = []
+        airflow_run = current_airflow_run()
         for hour in hours:
-            batch.finalize_job(run_widehouse, env, table, hour, **flags)
+            batch.finalize_job(run_widehouse, env, table, hour, airflow_run=airflow_run, **flags)
             done.append(batch.hour_arg(hour))
         if outlet is not None:
             outlet.extra = {"table": table, "hours": done, **{k: v for k, v in flags.items() if v}}
@@ -205,7 +223,9 @@ def day_is_ready(day: dt.date) -> bool:
 
 def daily(day: dt.date, *, rewrite_stream: bool = False) -> None:
     def body(env: dict[str, str], settings: Settings) -> None:
-        batch.daily_job(run_widehouse, env, day, rewrite_stream=rewrite_stream)
+        batch.daily_job(
+            run_widehouse, env, day, rewrite_stream=rewrite_stream, airflow_run=current_airflow_run()
+        )
 
     _with_env(body)
 
@@ -258,6 +278,7 @@ def repair(params: Mapping[str, Any]) -> None:
             topics=[str(t).strip() for t in params.get("topics") or [] if str(t).strip()],
             reasons=[str(r) for r in params.get("reasons") or []],
             republish=bool(params.get("republish", True)),
+            airflow_run=current_airflow_run(),
         )
 
     def body(env: dict[str, str], settings: Settings) -> None:

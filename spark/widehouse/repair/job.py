@@ -14,7 +14,7 @@ import datetime as dt
 import sys
 from typing import TYPE_CHECKING, Any
 
-from widehouse.batch.jobs import EXIT_BUSY, EXIT_MISMATCH, EXIT_NOT_READY
+from widehouse.batch.jobs import EXIT_BUSY, EXIT_MISMATCH, EXIT_NOT_READY, add_airflow_run
 from widehouse.contracts.periods import hour_argument, hour_text
 from widehouse.errors import BatchError, NotReadyError, ReconciliationError
 from widehouse.repair.core import DEFAULT_CHUNK, RepairContext, RepairOutcome, RepairRequest, repair
@@ -67,6 +67,7 @@ def add_repair_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="fold and record only; leave published periods to a later repair or finalize",
     )
+    add_airflow_run(parser)  # the re-published periods' ledger rows name it
     parser.add_argument("--fault", action="append", default=[], help=argparse.SUPPRESS)  # crash tests
 
 
@@ -85,7 +86,7 @@ def repair_command(args: argparse.Namespace, settings: Settings) -> int:
         faults=tuple(args.fault),
     )
     try:
-        outcome = run_repair(settings, request)
+        outcome = run_repair(settings, request, airflow_run=args.airflow_run)
     except PeriodBusyError as exc:
         print(f"widehouse repair: busy: {exc}", file=sys.stderr)
         return EXIT_BUSY
@@ -110,7 +111,7 @@ def exit_code(outcome: RepairOutcome) -> int:
     return 0
 
 
-def run_repair(settings: Settings, request: RepairRequest) -> RepairOutcome:
+def run_repair(settings: Settings, request: RepairRequest, *, airflow_run: str = "") -> RepairOutcome:
     """Build the context from settings (ClickHouse, Delta partials, re-publishing) and repair."""
     from widehouse.batch.spark import batch_catalog
     from widehouse.clickhouse import connect
@@ -123,7 +124,7 @@ def run_repair(settings: Settings, request: RepairRequest) -> RepairOutcome:
             client=client,
             catalog=catalog,
             bronze=bronze_appender(settings, catalog, request.table),
-            republish=republisher(settings, client, catalog, request.table),
+            republish=republisher(settings, client, catalog, request.table, airflow_run),
         )
         return repair(ctx, request)
     finally:
@@ -146,9 +147,10 @@ def bronze_appender(settings: Settings, catalog: Catalog, table: str) -> Callabl
 
 
 def republisher(
-    settings: Settings, client: ClickHouse, catalog: Catalog, table: str
+    settings: Settings, client: ClickHouse, catalog: Catalog, table: str, airflow_run: str = ""
 ) -> Callable[[dt.datetime], str]:
-    """Publishes one period of ``table`` again, with the flags of its newest publication."""
+    """Publishes one period of ``table`` again, with the flags of its newest publication (the ledger
+    names ``airflow_run``, the repair's own run, as the run that published it)."""
     from widehouse.batch import ledger
 
     grain = catalog.table(table).grain
@@ -159,18 +161,20 @@ def republisher(
             from widehouse.batch.daily import DailyRequest
             from widehouse.batch.daily.spark import run_daily_job
 
-            return run_daily_job(settings, DailyRequest(day=period.date(), table=table)).summary()
+            day = DailyRequest(day=period.date(), table=table, airflow_run=airflow_run)
+            return run_daily_job(settings, day).summary()
         from widehouse.batch.finalize import FinalizeRequest
         from widehouse.batch.spark import run_finalize
 
-        request = FinalizeRequest(
+        hour = FinalizeRequest(
             table=table,
             hour=period,
             force=bool(last.get("forced")),
             include_late=bool(last.get("include_late")),
             accept_mismatch=last.get("reconciliation") == "accepted",
+            airflow_run=airflow_run,
         )
-        return run_finalize(settings, request).summary()
+        return run_finalize(settings, hour).summary()
 
     def republish(period: dt.datetime) -> str:
         try:

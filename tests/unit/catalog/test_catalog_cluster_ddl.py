@@ -16,7 +16,15 @@ from catalog_samples import Writer
 
 from widehouse.catalog import Catalog, load_catalog
 from widehouse.clickhouse import analyst, ddl
-from widehouse.contracts.tables import BATCH_SHAPES, LEASE_SHAPE, PROGRESS_SHAPE, STREAM_SHAPES
+from widehouse.contracts.tables import (
+    BATCH_SHAPES,
+    LEASE_SHAPE,
+    LEDGER_SHAPE,
+    PROGRESS_SHAPE,
+    PUBLICATION_SHAPE,
+    RECONCILIATION_SHAPE,
+    STREAM_SHAPES,
+)
 from widehouse.errors import CatalogError
 
 REPO = Path(__file__).resolve().parents[3]
@@ -157,6 +165,10 @@ def test_every_generated_cluster_statement_parses_as_clickhouse(catalog: Catalog
         ddl.shape_ddl(shape, "wh", cluster="prod-ch.1") for shape in (*STREAM_SHAPES, *BATCH_SHAPES)
     ]
     statements += ddl.drop_statements("shop_hourly_partial", "wh", cluster="prod-ch.1")
+    statements += [
+        ddl.shape_add_column_ddl(shape, "airflow_run", "wh", cluster="prod-ch.1")
+        for shape in (LEDGER_SHAPE, PUBLICATION_SHAPE)
+    ]
     for statement in statements:
         formatted = parse(statement)
         assert (
@@ -219,6 +231,21 @@ def test_columns_are_added_to_the_local_table_then_the_distributed_one(catalog: 
         "DROP TABLE IF EXISTS `wh`.`shop_hourly_partial` ON CLUSTER 'c1' SYNC",
         "DROP TABLE IF EXISTS `wh`.`shop_hourly_partial_local` ON CLUSTER 'c1' SYNC",
     ]
+
+
+def test_a_column_a_shape_gained_is_added_on_every_node() -> None:
+    assert ddl.shape_add_column_ddl(LEDGER_SHAPE, "airflow_run", "wh", cluster="c1") == (
+        "ALTER TABLE `wh`.`finalized_periods` ON CLUSTER 'c1' ADD COLUMN IF NOT EXISTS `airflow_run` String"
+    )
+    assert ddl.shape_add_column_ddl(LEDGER_SHAPE, "kind", "wh") == (
+        "ALTER TABLE `wh`.`finalized_periods` ADD COLUMN IF NOT EXISTS `kind` LowCardinality(String)"
+    )
+    # what system.columns says is there: an old ledger without airflow_run, a whole publications
+    # table, no reconciliation table (not created: skipped, never half-added)
+    present = [("finalized_periods", c) for c in LEDGER_SHAPE.names if c != "airflow_run"]
+    present += [("publications", c) for c in PUBLICATION_SHAPE.names]
+    shapes = [LEDGER_SHAPE, PUBLICATION_SHAPE, RECONCILIATION_SHAPE]
+    assert ddl.missing_shape_columns(shapes, present) == [(LEDGER_SHAPE, "airflow_run")]
 
 
 @pytest.mark.parametrize("name", ["c'1", "c 1", "", "1c", "c;DROP", "c`1"])

@@ -123,3 +123,45 @@ def test_missing_hive_partitions_of_a_local_warehouse(tmp_path: Path) -> None:
     assert found == ["offline.user_profile/dt=2026-11-22"]
     assert batch.missing_hive_partitions(f"file://{tmp_path}", "offline", ["payments"], day) == []
     assert batch.missing_hive_partitions("hdfs:///warehouse", "offline", ["payments"], day) == []
+
+
+def test_the_airflow_run_is_passed_to_finalize_and_daily_when_there_is_one() -> None:
+    runner = Recorder(0)
+    batch.finalize_job(
+        runner, {}, "user_hourly", H9, force=True, airflow_run="widehouse_refinalize/manual__2026-11-22"
+    )
+    batch.daily_job(runner, {}, dt.date(2026, 11, 22), airflow_run="widehouse_daily/scheduled__2026-11-22")
+    batch.finalize_job(runner, {}, "user_hourly", H9, airflow_run="")  # not run by Airflow: no flag
+    assert [call[0] for call in runner.calls] == [
+        [
+            *("finalize", "--table", "user_hourly", "--hour", "2026-11-22T09", "--force"),
+            *("--airflow-run", "widehouse_refinalize/manual__2026-11-22"),
+        ],
+        ["daily", "--day", "2026-11-22", "--airflow-run", "widehouse_daily/scheduled__2026-11-22"],
+        ["finalize", "--table", "user_hourly", "--hour", "2026-11-22T09"],
+    ]
+
+
+def test_outside_a_running_task_there_is_no_airflow_run() -> None:
+    from widehouse.orchestration.tasks import current_airflow_run
+
+    assert current_airflow_run() == ""
+
+
+def test_the_jobs_take_and_check_the_airflow_run() -> None:
+    import argparse
+
+    from widehouse.batch.jobs import add_daily_arguments, add_finalize_arguments
+
+    finalize = argparse.ArgumentParser(exit_on_error=False)
+    add_finalize_arguments(finalize)
+    base = ["--table", "user_hourly", "--hour", "2026-11-22T09"]
+    assert finalize.parse_args(base).airflow_run == ""
+    run = "widehouse_hourly/scheduled__2026-11-22T09:00:00+00:00"
+    assert finalize.parse_args([*base, "--airflow-run", run]).airflow_run == run
+    daily = argparse.ArgumentParser(exit_on_error=False)
+    add_daily_arguments(daily)
+    assert daily.parse_args(["--day", "2026-11-22", "--airflow-run", "d/r"]).airflow_run == "d/r"
+    for bad in ("no-slash", "bad dag/r", "d/", "d/with space"):
+        with pytest.raises(argparse.ArgumentError, match="Airflow"):
+            finalize.parse_args([*base, "--airflow-run", bad])

@@ -231,3 +231,38 @@ def test_unfinished_batch_reads_a_local_checkpoint(tmp_path: Path) -> None:
     (tmp_path / "commits" / "2").write_text("v1")
     assert unfinished_batch(str(tmp_path)) is None
     assert unfinished_batch("s3a://bucket/checkpoints/wh/g001") is None  # remote: not read here
+
+
+def test_restarts_after_failures_are_kept_with_their_time_commits_and_resets_do_not_clear_them(
+    world: World,
+) -> None:
+    plan = make_plan(g001=(T1,))
+    world.sup.cycle(plan)  # started: not a restart
+    first = world.clock.now + 1
+    world.launcher.up.clear()
+    world.clock.now = first
+    assert world.sup.cycle(plan).of("g001") == ["died", "restarted"]
+    world.commits["g001"] = world.clock.now + 5  # a committed batch resets the failures, not the history
+    world.clock.now += 5
+    world.sup.cycle(plan)
+    state = SupervisorState.load(world.sup.state_path).groups["g001"]
+    assert (state.failures, state.restarted_at) == (0, [first])
+    world.clock.now += 61  # stale: stuck, restarted
+    assert world.sup.cycle(plan).of("g001") == ["stuck", "restarted"]
+    second = world.clock.now
+    world.sup.reset("g001")
+    state = SupervisorState.load(world.sup.state_path).groups["g001"]
+    assert (state.failures, state.restarted_at) == (0, [first, second])
+    assert state.restarts_between(first, second) == 1  # (since, until]
+    # 14 days on, a new restart drops the ones older than the history
+    world.sup.cycle(plan)  # started again after the reset: not a restart
+    world.clock.now = second + 14 * 86400 + 1
+    world.launcher.up.clear()
+    assert world.sup.cycle(plan).of("g001") == ["died", "restarted"]
+    assert SupervisorState.load(world.sup.state_path).groups["g001"].restarted_at == [world.clock.now]
+
+
+def test_a_state_file_without_restart_times_still_loads(tmp_path: Path) -> None:
+    path = tmp_path / "state.json"
+    path.write_text('{"groups": {"g001": {"topics": ["a"], "started_at": 1.0, "failures": 2}}}')
+    assert SupervisorState.load(path).groups["g001"].restarted_at == []

@@ -93,7 +93,13 @@ def test_the_exit_code_is_that_of_the_first_period_not_republished() -> None:
 
 def test_the_airflow_task_passes_the_form_as_arguments() -> None:
     args = repair_args(
-        "user_hourly", H9, H9 + dt.timedelta(hours=2), topics=[LOGIN], reasons=["wrong_type"], republish=False
+        "user_hourly",
+        H9,
+        H9 + dt.timedelta(hours=2),
+        topics=[LOGIN],
+        reasons=["wrong_type"],
+        republish=False,
+        airflow_run="widehouse_repair/manual__1",
     )
     assert args == [
         "repair",
@@ -108,4 +114,6 @@ def test_the_airflow_task_passes_the_form_as_arguments() -> None:
         "--reason",
         "wrong_type",
         "--no-republish",
+        "--airflow-run",
+        "widehouse_repair/manual__1",
     ]

@@ -60,6 +60,8 @@ class DailyRequest:
     """Seconds to wait while another run holds the day (then PeriodBusyError)."""
     rewrite_stream: bool = False
     """Write family ``s`` even when the last refresh read exactly the day's partials of now."""
+    airflow_run: str = ""
+    """The Airflow DAG run that runs this merge (``--airflow-run``), recorded in the ledger."""
 
 
 @dataclass(frozen=True)

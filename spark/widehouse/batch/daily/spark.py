@@ -120,6 +120,7 @@ def _merge(  # noqa: PLR0917 - run_daily's parts, under the day's lease
         run_id=request.run_id,
         kind="day",
         note=f"daily merge via HBase {spec.name} ({spec.buckets} salt buckets)",
+        airflow_run=request.airflow_run,
     )
     result = publish(client, silver, table, day, rows, run, step=step, lease=lease)
     lap("publish")
