@@ -433,9 +433,17 @@ def test_repair_folds_the_quarantined_events_a_fixed_catalog_accepts_exactly_onc
     assert killed.returncode == -9, killed.stderr[-3000:]
     assert all(key != REPAIR_UID for key, _ in streamed.view_rows(hour))
 
-    done = run()
+    # the next run finishes that chunk (same token: deduplicated), and is killed before re-publishing
+    killed = run("--fault", "after-chunk")
+    assert killed.returncode == -9, killed.stderr[-3000:]
+    assert {r["chunk"] for r in deployment.clickhouse("SELECT chunk FROM repair_chunks")} == {1}
+    assert len(streamed.ledger(hour)) == entries and all(
+        key != REPAIR_UID for key, _ in streamed.view_rows(hour)
+    )
+
+    done = run()  # nothing left to fold: re-publishes the hour the done chunk touched
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "finished chunk(s) a crashed repair left: 1" in done.stdout
+    assert " 0 repaired" in done.stdout and "re-published: user_hourly" in done.stdout
     assert "still quarantined by reason: wrong_type" in done.stdout
     assert len(streamed.ledger(hour)) == entries + 1  # the hour re-published, with its flags
     assert streamed.ledger(hour)[-1]["forced"]  # the flags of the publication it replaces
