@@ -12,7 +12,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from widehouse.contracts.periods import sql_time
+from widehouse.contracts.periods import as_utc, sql_time
 from widehouse.contracts.tables import REPAIR_CHUNKS, REPAIRED, REPAIRS, STILL_INVALID
 
 if TYPE_CHECKING:
@@ -51,15 +51,9 @@ def read_repairs(client: ClickHouse, since: dt.datetime) -> list[TableRepairs]:
         {"since": sql_time(since), "ok": REPAIRED, "bad": STILL_INVALID},
     )
     return [
-        TableRepairs(str(t), int(ok), int(bad), int(open_), _utc(newest))
+        TableRepairs(str(t), int(ok), int(bad), int(open_), as_utc(newest) if newest is not None else None)
         for t, ok, bad, open_, newest in rows
     ]
-
-
-def _utc(value: dt.datetime | None) -> dt.datetime | None:
-    if value is None:
-        return None
-    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
 
 
 __all__ = ["TableRepairs", "read_repairs"]

@@ -230,17 +230,19 @@ def daily(day: dt.date, *, rewrite_stream: bool = False) -> None:
     _with_env(body)
 
 
+def form_hours(params: Mapping[str, Any]) -> tuple[dt.datetime, dt.datetime]:
+    """A manual form's ``first_hour`` and ``last_hour`` (empty: the first); the form's date-times
+    (``params.DATE_TIME_PATTERN``), any time inside an hour selects it. ConfigError naming the field."""
+    first = periods.parse_moment(params.get("first_hour"), "param first_hour")
+    if not params.get("last_hour"):
+        return first, first
+    return first, periods.parse_moment(params.get("last_hour"), "param last_hour")
+
+
 def refinalize(params: Mapping[str, Any], outlet: Any = None) -> list[str]:
     """The manual re-finalize: a range of hours of one table, with its flags."""
     with failing_fast():
-        # the form's date-times (params.DATE_TIME_PATTERN); any time inside an hour selects it
-        first = periods.parse_moment(params.get("first_hour"), "param first_hour")
-        last = (
-            periods.parse_moment(params.get("last_hour"), "param last_hour")
-            if params.get("last_hour")
-            else first
-        )
-        hours = periods.hours_between(first, last)
+        hours = periods.hours_between(*form_hours(params))
     flags = {k: bool(params.get(k)) for k in ("include_late", "accept_mismatch", "force")}
     return finalize(str(params["table"]), hours, outlet, **flags)
 
@@ -265,12 +267,7 @@ def rebuild_day(params: Mapping[str, Any]) -> None:
 def repair(params: Mapping[str, Any]) -> None:
     """The manual repair: the form's table, publish hours, topics, reasons (``widehouse repair``)."""
     with failing_fast():
-        first = periods.parse_moment(params.get("first_hour"), "param first_hour")
-        last = (
-            periods.parse_moment(params.get("last_hour"), "param last_hour")
-            if params.get("last_hour")
-            else first
-        )
+        first, last = form_hours(params)
         args = batch.repair_args(
             str(params["table"]),
             first,

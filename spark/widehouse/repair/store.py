@@ -11,7 +11,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from widehouse.contracts.periods import sql_time
+from widehouse.contracts.periods import as_utc, sql_time
 from widehouse.contracts.tables import (
     LEDGER,
     QUARANTINE,
@@ -78,10 +78,15 @@ def candidates(
     if after is not None:
         where.append("(topic, message_id) > ({after_topic:String}, {after_id:String})")
         parameters.update(after_topic=after[0], after_id=after[1])
+    # the page's keys first (small columns only), then the payloads of those keys: one query that
+    # aggregated every payload of the range per page would read all of them again for each page
+    keys = (
+        f"SELECT topic, message_id FROM {QUARANTINE} WHERE {' AND '.join(where)} "
+        "GROUP BY topic, message_id ORDER BY topic, message_id LIMIT {n:UInt64}"
+    )
     return client.arrow(
-        f"SELECT {_MESSAGE} "
-        f"FROM {QUARANTINE} WHERE {' AND '.join(where)} "
-        "GROUP BY topic, message_id ORDER BY topic, message_id LIMIT {n:UInt64}",
+        f"SELECT {_MESSAGE} FROM {QUARANTINE} WHERE {' AND '.join(where[:3])} "
+        f"AND (topic, message_id) IN ({keys}) GROUP BY topic, message_id ORDER BY topic, message_id",
         parameters,
     ).rename_columns(MESSAGE_COLUMNS)
 
@@ -162,17 +167,13 @@ def periods_to_republish(client: ClickHouse, table: str, grain: str) -> list[dt.
         {"t": table},
         consistent=True,
     )
-    return [_utc(r[0]) for r in rows]
+    return [as_utc(r[0]) for r in rows]
 
 
 def _arrow(rows: list[dict[str, Any]], shape: Any) -> pa.Table:
     import pyarrow as pa
 
     return pa.Table.from_pylist(rows, schema=shape.arrow_schema())
-
-
-def _utc(value: dt.datetime) -> dt.datetime:
-    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
 
 
 __all__ = [
