@@ -7,7 +7,8 @@ catalog (the stream's own transform: same parse, filters and aggregates), folds 
 now valid into the table's partials, records every outcome, and re-publishes the periods it
 touched. Steps, each safe to repeat:
 
-0. **Lease**: one repair per table at a time (the publish lease of (``repair:<T>``, epoch)).
+0. **Lease**: one repair per table at a time (the publish lease of (``repair:<T>``, epoch)), renewed
+   before each chunk is claimed and written (a run whose lease expired stops there).
 1. **Finish what a crashed repair left**: a chunk with ``repairs`` rows and no ``repair_chunks`` row
    is folded again from its recorded messages and written with the same identity (below).
 2. **Chunks**: candidates = the range's quarantined messages (one row per message id, the merge's
@@ -169,7 +170,8 @@ def repair(ctx: RepairContext, request: RepairRequest) -> RepairOutcome:
     )
     writer = _ChunkWriter(ctx, request, table_plan(ctx.catalog, request.table))
     outcome = RepairOutcome(request.table)
-    with acquire(client, f"repair:{request.table}", EPOCH, request.run_id):
+    with acquire(client, f"repair:{request.table}", EPOCH, request.run_id) as lease:
+        writer.before_chunk = lease.renew  # a run that lost its lease (expired) stops before writing
         for chunk in store.pending_chunks(client, request.table):
             messages = store.chunk_messages(client, request.table, chunk)
             writer.write(chunk, writer.fold(messages).partials)
@@ -285,6 +287,7 @@ class _ChunkWriter:
         self.plan = plan
         self.table = request.table
         self.step = fault_killer(request.faults)
+        self.before_chunk: Callable[[], None] = lambda: None
 
     def fold(self, messages: pa.Table) -> Folded:
         return fold_messages(self.plan, self.table, messages)
@@ -295,6 +298,7 @@ class _ChunkWriter:
         folded = self.fold(page)
         now = store.server_now(client)
         if folded.repaired:
+            self.before_chunk()
             chunk = store.last_chunk(client, self.table) + 1
             rows = [
                 self._row(r, REPAIRED, reason="", detail="", chunk=chunk, now=now) for r in folded.repaired
@@ -323,6 +327,7 @@ class _ChunkWriter:
 
         client = self.ctx.client
         partial = table_names(self.ctx.catalog.table(self.table)).partial
+        self.before_chunk()
         client.insert(partial, partials, f"repair:{self.table}:{chunk}")
         self.step("after-partials")
         if self.ctx.bronze is not None and partials.num_rows:
