@@ -67,8 +67,7 @@ def cpu_between(
 
 
 def measure(events: int, groups: int, repeat: int, max_messages: int | None) -> dict[str, Any]:
-    from bench.stream_targets import _drain
-    from bench.stream_wide import Bench, _check, _suffix
+    from bench.stream_wide import Bench, _check, _suffix, drain_app
     from widehouse.generator.options import GenerateOptions
     from widehouse.generator.run import generate
 
@@ -84,7 +83,7 @@ def measure(events: int, groups: int, repeat: int, max_messages: int | None) -> 
         runs = []
         for i in range(repeat):
             before = cpu_snapshot()
-            run = _drain(bench, f"d{i}", suffix, topics, groups, part=f"drain{i}", **env)
+            run = drain_app(bench, f"d{i}", suffix, topics, groups, part=f"drain{i}", **env)
             run["cpu"] = cpu_between(before, cpu_snapshot())
             run["check"] = _check(run.pop("app_obj"), manifest)
             runs.append(run)

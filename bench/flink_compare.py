@@ -11,7 +11,7 @@ drain. Then, on those same messages:
   ``--parallelism`` slots, streaming mode with sources that stop at the latest message (the
   connector's SQL source is unbounded, so batch mode refuses it). Sink: the print connector, one
   JSON text per changed row, into a file the bench reads back (no store);
-- **ours**: the project's drain (``bench.stream_targets._drain``: ``--groups`` slot groups in one app,
+- **ours**: the project's drain (``bench.stream_wide.drain_app``: ``--groups`` slot groups in one app,
   ``Trigger.AvailableNow``, both real sinks: ClickHouse and Delta, both wide tables) on a fresh app.
 
 Figures: Flink's events/s = events / seconds from its first source task running to the job's end
@@ -131,7 +131,7 @@ def compare(
 
 def measure(args: argparse.Namespace, bench: Bench) -> dict[str, Any]:
     from bench._flink_sql import PulsarEndpoint, job_statements
-    from bench.stream_targets import _drain
+    from bench.stream_wide import drain_app
     from widehouse.catalog import load_catalog
     from widehouse.generator.badinput import BAD_CLASSES
     from widehouse.generator.options import GenerateOptions
@@ -192,7 +192,7 @@ def measure(args: argparse.Namespace, bench: Bench) -> dict[str, Any]:
         "change_lines": change_lines,
     }
 
-    ours = _drain(bench, "fc", suffix, topics, args.groups, part="flinkcmp")
+    ours = drain_app(bench, "fc", suffix, topics, args.groups, part="flinkcmp")
     app = ours.pop("app_obj")
     client = app.clickhouse()
     try:

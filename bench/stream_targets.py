@@ -34,16 +34,14 @@ events/s over time per group, per-phase batch cost before and after, freshness d
 from __future__ import annotations
 
 import argparse
-import itertools
 import os
 import statistics
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 from bench.common import machine, save, table
-from bench.stream_wide import Bench, _check, _progress, _suffix, part_freshness, part_topics
+from bench.stream_wide import Bench, _check, _suffix, drain_app, part_freshness, part_topics
 
 CORES = os.cpu_count() or 1
 BEFORE_PHASES_50K = {"read+transform": 1.95, "merge": 0.25, "clickhouse": 0.1, "delta": 5.95, "progress": 1.3}
@@ -76,75 +74,6 @@ CONTEXT: list[tuple[str, str]] = [
     ("cpu_transform_us", "  of which parse + classify + fold (core-µs; bench transform)"),
     ("idiomatic_ratio", "vs per-topic from_json + unionByName + groupBy (ratio)"),
 ]
-
-
-def _drain(
-    bench: Bench, name: str, suffix: str, topics: list[str], groups: int, *, part: str = "drain", **env: str
-) -> dict[str, Any]:
-    """Drain ``topics`` (already published) with a new app of ``groups`` slot groups.
-
-    Apps of the same ``part`` share a ClickHouse database (wide tables sum every app's partials):
-    give an app whose rows are checked a part of its own."""
-    from widehouse.stream.measure import figures
-    from widehouse.stream.options import GroupSpec, RunOptions
-    from widehouse.stream.spark.job import StreamApp
-
-    settings = bench.settings(part, None, suffix=suffix, WIDEHOUSE_STREAM_APP=name, **env)
-    split = [tuple(topics[i::groups]) for i in range(groups)]
-    app = StreamApp(
-        settings, [GroupSpec(f"g{i + 1:03d}", t) for i, t in enumerate(split)], RunOptions(available_now=True)
-    )
-    writers: dict[str, Any] = {}
-    started = time.monotonic()
-    started_at = time.time()  # the JVM starts in ``start`` (the first app of the process)
-    app.start()
-    writers.update(app.writers)
-    try:
-        while app.queries:
-            app.supervise()
-            writers.update(app.writers)
-            time.sleep(0.2)
-    finally:
-        app.stop()
-    assert not app.failed, app.failed
-    groups_rows, topic_rows = _progress(app)
-    mine = [g for g in groups_rows if g["app"] == name]
-    run = figures(mine, [r for r in topic_rows if r["app"] == name])
-    timings = [t for w in writers.values() for t in w.timings if t["rows_in"]]
-    return {
-        "app": name,
-        "events": run.messages,
-        "batches": run.batches,
-        "app_s": time.monotonic() - started,
-        "startup_s": min(g["batch_time"].timestamp() for g in mine) - started_at if mine else 0.0,
-        "gap_s": _median_gap(mine),
-        "batch_rate": run.batch_rate,
-        "wall_rate": run.wall_rate,
-        "median_batch_s": statistics.median(g["duration_ms"] / 1000 for g in mine if g["rows_in"])
-        if mine
-        else 0,
-        "timings": timings,
-        "series": [
-            {
-                "group": g["group"],
-                "t": g["committed_at"].timestamp(),
-                "rows": g["rows_in"],
-                "s": g["duration_ms"] / 1000,
-            }
-            for g in mine
-            if g["rows_in"]
-        ],
-        "app_obj": app,
-    }
-
-
-def _median_gap(group_rows: list[dict[str, Any]]) -> float:
-    """Median seconds from a batch's commit to the planning of its group's next batch."""
-    gaps = []
-    for group in {g["group"] for g in group_rows}:
-        mine = sorted((g for g in group_rows if g["group"] == group), key=lambda g: g["batch_id"])
-        gaps += [(b["batch_time"] - a["committed_at"]).total_seconds() for a, b in itertools.pairwise(mine)]
-    return statistics.median(gaps) if gaps else 0.0
 
 
 def measure(args: argparse.Namespace, bench: Bench) -> dict[str, Any]:
@@ -214,15 +143,17 @@ def measure_drains(args: argparse.Namespace, bench: Bench, now: dict[str, Any]) 
     topics = sorted(manifest.published_name(t) for t in manifest.topics)
     # the first app pays for a cold JVM (class loading, JIT) and cold Python workers; a running
     # stream pays that once, so the same drain is measured again in the same (now warm) process
-    cold = _drain(bench, "tcold", suffix, topics, 2)
+    cold = drain_app(bench, "tcold", suffix, topics, 2)
     now["drain_wall"] = cold["wall_rate"]
     now["drain_startup"] = cold["startup_s"]
     now["drain_batch_rate"] = cold["batch_rate"]
     now["drain_default_cold_check"] = _check(cold.pop("app_obj"), manifest)
-    default = _drain(bench, "tdefault", suffix, topics, 2, part="drainwarm")
+    default = drain_app(bench, "tdefault", suffix, topics, 2, part="drainwarm")
     now["drain_warm_wall"] = default["wall_rate"]
     now["drain_default_check"] = _check(default.pop("app_obj"), manifest)
-    small = _drain(bench, "t20k", suffix, topics, 2, part="drain20k", WIDEHOUSE_STREAM_MAX_MESSAGES="20000")
+    small = drain_app(
+        bench, "t20k", suffix, topics, 2, part="drain20k", WIDEHOUSE_STREAM_MAX_MESSAGES="20000"
+    )
     now["drain_20k_wall"] = small["wall_rate"]
     now["drain_20k_batches"] = small["batches"]
     now["drain_20k_gap_s"] = small["gap_s"]
@@ -235,7 +166,7 @@ def measure_drains(args: argparse.Namespace, bench: Bench, now: dict[str, Any]) 
     from widehouse.catalog import load_catalog
 
     few_topics = [str(t.name) for t in load_catalog(settings.schemas_dir).relocated(few).topics]
-    one = _drain(bench, "tone", few, few_topics, 1, WIDEHOUSE_STREAM_MAX_MESSAGES="1")
+    one = drain_app(bench, "tone", few, few_topics, 1, WIDEHOUSE_STREAM_MAX_MESSAGES="1")
     one.pop("app_obj")
     tiny = [t for t in one["timings"] if t["rows_in"] == 1][1:]  # the first batch also subscribes
     now["fixed_cost"] = statistics.median(

@@ -22,8 +22,10 @@ Everything runs on this machine with the local services co-located (Pulsar, HBas
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import shutil
+import statistics
 import tempfile
 import threading
 import time
@@ -398,3 +400,72 @@ def main(argv: list[str]) -> int:
         if not args.keep:
             bench.close()
     return 0
+
+
+def drain_app(
+    bench: Bench, name: str, suffix: str, topics: list[str], groups: int, *, part: str = "drain", **env: str
+) -> dict[str, Any]:
+    """Drain ``topics`` (already published) with a new app of ``groups`` slot groups.
+
+    Apps of the same ``part`` share a ClickHouse database (wide tables sum every app's partials):
+    give an app whose rows are checked a part of its own."""
+    from widehouse.stream.measure import figures
+    from widehouse.stream.options import GroupSpec, RunOptions
+    from widehouse.stream.spark.job import StreamApp
+
+    settings = bench.settings(part, None, suffix=suffix, WIDEHOUSE_STREAM_APP=name, **env)
+    split = [tuple(topics[i::groups]) for i in range(groups)]
+    app = StreamApp(
+        settings, [GroupSpec(f"g{i + 1:03d}", t) for i, t in enumerate(split)], RunOptions(available_now=True)
+    )
+    writers: dict[str, Any] = {}
+    started = time.monotonic()
+    started_at = time.time()  # the JVM starts in ``start`` (the first app of the process)
+    app.start()
+    writers.update(app.writers)
+    try:
+        while app.queries:
+            app.supervise()
+            writers.update(app.writers)
+            time.sleep(0.2)
+    finally:
+        app.stop()
+    assert not app.failed, app.failed
+    groups_rows, topic_rows = _progress(app)
+    mine = [g for g in groups_rows if g["app"] == name]
+    run = figures(mine, [r for r in topic_rows if r["app"] == name])
+    timings = [t for w in writers.values() for t in w.timings if t["rows_in"]]
+    return {
+        "app": name,
+        "events": run.messages,
+        "batches": run.batches,
+        "app_s": time.monotonic() - started,
+        "startup_s": min(g["batch_time"].timestamp() for g in mine) - started_at if mine else 0.0,
+        "gap_s": median_gap(mine),
+        "batch_rate": run.batch_rate,
+        "wall_rate": run.wall_rate,
+        "median_batch_s": statistics.median(g["duration_ms"] / 1000 for g in mine if g["rows_in"])
+        if mine
+        else 0,
+        "timings": timings,
+        "series": [
+            {
+                "group": g["group"],
+                "t": g["committed_at"].timestamp(),
+                "rows": g["rows_in"],
+                "s": g["duration_ms"] / 1000,
+            }
+            for g in mine
+            if g["rows_in"]
+        ],
+        "app_obj": app,
+    }
+
+
+def median_gap(group_rows: list[dict[str, Any]]) -> float:
+    """Median seconds from a batch's commit to the planning of its group's next batch."""
+    gaps = []
+    for group in {g["group"] for g in group_rows}:
+        mine = sorted((g for g in group_rows if g["group"] == group), key=lambda g: g["batch_id"])
+        gaps += [(b["batch_time"] - a["committed_at"]).total_seconds() for a, b in itertools.pairwise(mine)]
+    return statistics.median(gaps) if gaps else 0.0
