@@ -7,7 +7,7 @@ Delta, no re-publishing: the fold, the records and the ClickHouse writes), then 
 must find nothing). Prints messages/s per run and the result of a check: the partials hold exactly
 ``--messages`` logins (an independent count: ``sum(logins)`` of the partial table).
 
-    python -m bench repair [--messages 200000] [--chunk-size 20000]
+    python -m bench repair [--messages 200000] [--chunk-size 50000]
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def quarantine(client: Any, messages: int) -> None:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench repair", description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=200_000)
-    parser.add_argument("--chunk-size", type=int, default=20_000)
+    parser.add_argument("--chunk-size", type=int, default=50_000)
     args = parser.parse_args(argv)
     from widehouse import clickhouse
     from widehouse.catalog import load_catalog

@@ -70,7 +70,9 @@ log = logging.getLogger(__name__)
 TRUNCATED = "truncated"
 """The reason of a message that stays quarantined because the stream kept only part of its payload."""
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-DEFAULT_CHUNK = 20_000
+DEFAULT_CHUNK = 50_000
+"""Messages per chunk: at most ~200 MB of payloads (4 KiB each at worst); 1M messages repair in
+~37 s with it, ~58 s with 20,000 (each page re-scans the range's keys: fewer pages, less of it)."""
 FAULT_POINTS = ("after-claim", "after-partials", "after-delta", "after-chunk")
 
 
