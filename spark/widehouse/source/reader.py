@@ -1,4 +1,8 @@
-"""Executor side: read the slices of one task into Arrow record batches.
+"""Executor side: read the slices of one task into chunks of column lists (:mod:`.messages`).
+
+The ``pulsar`` format turns each chunk into an Arrow record batch (:func:`read_task`); the stream's
+own source folds the chunks as they are (:func:`read_messages`). A message's id is taken only where
+it is needed (see :func:`_read_slice` and :class:`widehouse.source.messages.Messages`).
 
 Each slice gets its own Pulsar reader (a non-durable cursor: nothing is left on the broker when it
 closes). Readers of the next few slices are created asynchronously while the current one is
@@ -28,11 +32,13 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Generator, Iterator
+from contextlib import closing
 from typing import TYPE_CHECKING, Any
 
 from widehouse.errors import PulsarError
 from widehouse.pulsar.positions import Mark
 from widehouse.source.broker import DataLossError
+from widehouse.source.messages import Messages, message_key
 from widehouse.source.options import ReadConfig
 from widehouse.source.planning import ReadTask, Slice
 from widehouse.source.schema import arrow_schema
@@ -204,139 +210,110 @@ class _Opener:
                 self.results.pop(i).close_async(_ignore)
 
 
-class _Columns:
-    """Column buffers of the rows not yet emitted."""
+class _Chunks:
+    """The chunk being filled (:class:`Messages`); ``take`` hands it out and starts a new one."""
 
     def __init__(self) -> None:
-        self.reset()
+        self.current = Messages()
 
-    def reset(self) -> None:
-        self.values: list[bytes] = []
-        self.keys: list[str] = []
-        self.ledgers: list[int] = []
-        self.entries: list[int] = []
-        self.batches: list[int] = []
-        self.publish: list[int] = []
-        self.event: list[int] = []
-        self.prop_offsets: list[int] = [0]
-        self.prop_keys: list[str] = []
-        self.prop_values: list[str] = []
-        self.runs: list[tuple[str, int, int]] = []  # (topic, partition, rows)
-
-    def __len__(self) -> int:
-        return len(self.values)
-
-    def to_batch(self, schema: pa.Schema) -> pa.RecordBatch:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        n = len(self.values)
-        topics = pa.concat_arrays([pa.array([t] * k, pa.string()) for t, _p, k in self.runs])
-        partitions = pa.concat_arrays([pa.array([str(p)] * k, pa.string()) for _t, p, k in self.runs])
-        ts_type = schema.field("__publishTime").type
-        if len(self.keys) == n:
-            keys = pa.array(self.keys, pa.string())
-            keys = pc.if_else(pc.equal(keys, ""), pa.scalar(None, pa.string()), keys)
-            event_ms = pa.array(self.event, pa.int64())
-            event = pc.if_else(
-                pc.equal(event_ms, 0), pa.scalar(None, ts_type), pc.multiply(event_ms, 1000).cast(ts_type)
-            )
-            properties = pa.MapArray.from_arrays(
-                pa.array(self.prop_offsets, pa.int32()),
-                pa.array(self.prop_keys, pa.string()),
-                pa.array(self.prop_values, pa.string()),
-                type=schema.field("__properties").type,
-            )
-        else:  # read without the metadata (ReadConfig.metadata)
-            keys = pa.nulls(n, pa.string())
-            event = pa.nulls(n, ts_type)
-            properties = pa.nulls(n, schema.field("__properties").type)
-        message_ids = pc.binary_join_element_wise(
-            pa.array(self.ledgers, pa.int64()).cast(pa.string()),
-            pa.array(self.entries, pa.int64()).cast(pa.string()),
-            partitions,
-            pa.array(self.batches, pa.int64()).cast(pa.string()),
-            ":",
-        )
-        publish = pc.multiply(pa.array(self.publish, pa.int64()), 1000).cast(ts_type)
-        batch = pa.RecordBatch.from_arrays(
-            [pa.array(self.values, pa.binary()), topics, keys, message_ids, publish, event, properties],
-            schema=schema,
-        )
-        assert batch.num_rows == n
-        self.reset()
-        return batch
+    def take(self) -> Messages:
+        chunk, self.current = self.current, Messages()
+        return chunk
 
 
 def read_task(task: ReadTask, config: ReadConfig) -> Iterator[pa.RecordBatch]:
-    """Arrow batches of every message of the task's slices, in slice order."""
+    """Arrow batches of every message of the task's slices, in slice order (the ``pulsar`` format)."""
     schema = arrow_schema()
+    with closing(read_messages(task, config)) as chunks:  # an abandoned read closes its readers now
+        for chunk in chunks:
+            yield chunk.to_batch(schema)
+
+
+def read_messages(task: ReadTask, config: ReadConfig) -> Generator[Messages, None, None]:
+    """Every message of the task's slices, in slice order, in chunks of at most ``arrow_batch_rows``
+    (the stream's transform folds these lists as they are: no Arrow batch, no message id unless a
+    row needs one)."""
     client = client_for(config)
     opener = _Opener(client, task.slices, config)
-    columns = _Columns()
+    chunks = _Chunks()
     try:
         for i, piece in enumerate(task.slices):
             reader = opener.reader(i)
             complete = False
             try:
-                complete = yield from _read_slice(reader, piece, columns, config, schema)
+                complete = yield from _read_slice(reader, piece, chunks, config)
             finally:
                 if complete:
                     _keep(config, piece, reader)
                 else:
                     reader.close_async(_ignore)
-        if len(columns):
-            yield columns.to_batch(schema)
+        if len(chunks.current):
+            yield chunks.take()
     finally:
         opener.close()
 
 
+def _first_past(messages: list[Any], low: int, end_key: tuple[int, int, int]) -> int | None:
+    """The index of the first of ``messages[low:]`` past ``end_key``, or None if none is.
+
+    The messages of one reader come in their partition's order, so the last one says whether any is
+    past the end, and a binary search finds the first: a few ids per chunk, not one per message."""
+    high = len(messages) - 1
+    if high < low or message_key(messages[high]) <= end_key:
+        return None
+    while low < high:  # messages[high] is past the end
+        middle = (low + high) // 2
+        if message_key(messages[middle]) > end_key:
+            high = middle
+        else:
+            low = middle + 1
+    return high
+
+
 def _read_slice(  # noqa: PLR0912, PLR0915 (the per-message loop stays inline: the hot path)
-    reader: Any, piece: Slice, columns: _Columns, config: ReadConfig, schema: pa.Schema
-) -> Generator[pa.RecordBatch, None, bool]:
-    """Append the slice's messages to ``columns`` (yielding full batches); True if all were read."""
+    reader: Any, piece: Slice, chunks: _Chunks, config: ReadConfig
+) -> Generator[Messages, None, bool]:
+    """Append the slice's messages to ``chunks`` (yielding full chunks); True if all were read.
+
+    A message is in the slice when ``start < (ledger, entry, batch) <= end``. A reader hands out its
+    partition's messages in order, so ids are taken only where the order leaves a doubt: each message
+    until the first past the start (a reader resumes at the start entry, a kept one may be a little
+    behind), and the last message of every run of reads (if it is past the end, the first past it is
+    searched for, and it and the rest are dropped: the slice lost messages)."""
     import _pulsar
 
     expected = piece.count
     start, end = piece.start, piece.end
-    # a message is in the slice when start < (ledger, entry, batch) <= end
     start_key = start.position.key() if start.position is not None else (-1, -1, -1)
     end_key = end.position.key() if end.position is not None else (-1, -1, -1)
+    before_start = start.position is not None  # from the earliest message on, nothing is before it
     got = 0
-    run_start = len(columns)
+    run_start = len(chunks.current)
     waited_since: float | None = None
     lost_reason = ""
     read_next, timeout = reader.read_next, _pulsar.Timeout
     metadata = config.metadata
     while got < expected:
         # bound appends: this loop runs once per message (about 0.1 µs each saved)
-        values = columns.values
-        add_value, add_publish = values.append, columns.publish.append
-        add_ledger, add_entry, add_batch = (
-            columns.ledgers.append,
-            columns.entries.append,
-            columns.batches.append,
-        )
+        columns = chunks.current
+        values, messages = columns.values, columns.messages
+        add_value, add_publish, add_message = values.append, columns.publish_ms.append, messages.append
         add_key, add_event = columns.keys.append, columns.event.append
         prop_offsets, prop_keys, prop_values = columns.prop_offsets, columns.prop_keys, columns.prop_values
         room = min(expected - got, config.arrow_batch_rows - len(values))
+        first = len(values)
         filled = 0
         while filled < room:
             try:
                 msg = read_next(_POLL_MS)
             except timeout:
                 break
-            mid = msg.message_id()
-            key = (mid.ledger_id(), mid.entry_id(), mid.batch_index())
-            if key <= start_key:
-                continue  # before the slice (a reader resumes at the start entry)
-            if key > end_key:
-                lost_reason = f"reached {key[0]}:{key[1]}:{key[2]}, past the end"
-                break
+            if before_start:
+                if message_key(msg) <= start_key:
+                    continue  # before the slice (a reader resumes at the start entry)
+                before_start = False
+            add_message(msg)
             add_value(msg.data())
-            add_ledger(key[0])
-            add_entry(key[1])
-            add_batch(key[2])
             add_publish(msg.publish_timestamp())
             if metadata:
                 add_key(msg.partition_key())
@@ -347,6 +324,12 @@ def _read_slice(  # noqa: PLR0912, PLR0915 (the per-message loop stays inline: t
                     prop_values.extend(props.values())
                 prop_offsets.append(len(prop_keys))
             filled += 1
+        past = _first_past(messages, first, end_key) if filled else None
+        if past is not None:
+            key = message_key(messages[past])
+            lost_reason = f"reached {key[0]}:{key[1]}:{key[2]}, past the end"
+            columns.truncate(past)
+            filled = past - first
         got += filled
         waited_since = None if filled else waited_since
         if lost_reason:
@@ -365,10 +348,10 @@ def _read_slice(  # noqa: PLR0912, PLR0915 (the per-message loop stays inline: t
             continue
         if len(values) >= config.arrow_batch_rows:
             columns.runs.append((piece.topic, piece.partition, len(values) - run_start))
-            yield columns.to_batch(schema)
+            yield chunks.take()
             run_start = 0
-    if len(columns) > run_start:
-        columns.runs.append((piece.topic, piece.partition, len(columns) - run_start))
+    if len(chunks.current) > run_start:
+        chunks.current.runs.append((piece.topic, piece.partition, len(chunks.current) - run_start))
     if got < expected:
         message = (
             f"{piece.tp}: {expected - got} of {expected} messages between "

@@ -1,9 +1,10 @@
 """The per-micro-batch transform: parse every topic, fold events into partial wide rows, in one pass.
 
-This runs on executors inside ``mapInArrow`` over the Pulsar source's Arrow batches (columns
-``value``, ``__topic``, ``__messageId``, ``__publishTime``) and yields Arrow batches of one
-*tagged* schema (:func:`output_schema`), so a single pass over the input produces everything the
-sinks need:
+This runs on executors inside the stream's reading tasks, over the read loop's chunks as they are
+(:class:`widehouse.source.messages.Messages`: a message's id is taken only for the rows that keep
+it, quarantine and late), or over the Pulsar source's Arrow batches (columns ``value``,
+``__topic``, ``__messageId``, ``__publishTime``), and yields Arrow batches of one *tagged* schema
+(:func:`output_schema`), so a single pass over the input produces everything the sinks need:
 
 - ``wh_kind = 'partial'``: one partial wide row per (table, key, hour) with that table's columns
   (prefix ``t<i>_``); counts are 0 and other columns null where nothing contributed;
@@ -27,7 +28,7 @@ Partial rows are per hour for every table (a day table's hours are merged again 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +41,7 @@ from widehouse.catalog.semantics.render import render_exception
 from widehouse.contracts.periods import HOUR_MS
 from widehouse.contracts.types import ARROW_OF_SPARK, KIND_TYPES, arrow_type
 from widehouse.errors import CatalogError
+from widehouse.source.messages import Messages
 from widehouse.stream.deadletter import PAYLOAD_LIMIT
 from widehouse.stream.fastpath import Handler, compile_handler
 
@@ -141,6 +143,47 @@ _TIME_COLUMNS = frozenset(
 )
 
 
+class _Rows:
+    """One input chunk as the fold reads it: payload, topic and publish ms per row, and a row's
+    message id and exact publish time (epoch µs) on demand: only side rows need them, and taking
+    a Pulsar message's id costs more than its payload."""
+
+    __slots__ = ("message_id", "publish_ms", "publish_us", "topics", "values")
+
+    def __init__(
+        self,
+        values: Sequence[bytes | None],
+        topics: Sequence[str],
+        publish_ms: Sequence[int],
+        message_id: Callable[[int], str | None],
+        publish_us: Callable[[int], int],
+    ) -> None:
+        self.values = values
+        self.topics = topics
+        self.publish_ms = publish_ms
+        self.message_id = message_id
+        self.publish_us = publish_us
+
+    @classmethod
+    def of_messages(cls, chunk: Messages) -> _Rows:
+        """The read loop's lists as they are; ids from the chunk's messages when asked."""
+        publish_ms = chunk.publish_ms
+        return cls(chunk.values, chunk.topics(), publish_ms, chunk.message_id, lambda i: publish_ms[i] * 1000)
+
+    @classmethod
+    def of_arrow(cls, batch: pa.RecordBatch) -> _Rows:
+        """The source's Arrow rows (``value``, ``__topic``, ``__messageId``, ``__publishTime``)."""
+        ids = batch.column("__messageId")
+        publish_us = _micros(batch.column("__publishTime"))
+        return cls(
+            batch.column("value").to_pylist(),
+            batch.column("__topic").to_pylist(),
+            [us // 1000 for us in publish_us],
+            lambda i: ids[i].as_py(),
+            publish_us.__getitem__,
+        )
+
+
 class _Accumulator:
     """Folds one input partition: partial rows per table, quarantine / late rows, topic stats.
 
@@ -188,19 +231,20 @@ class _Accumulator:
         self.handlers[topic_name] = handler
         return handler
 
-    def add(self, batch: pa.RecordBatch) -> None:
-        """Fold every message of ``batch``; each in its own error boundary (:meth:`_internal`)."""
-        values = batch.column("value").to_pylist()
-        topics = batch.column("__topic").to_pylist()
-        message_ids = batch.column("__messageId").to_pylist()
-        publish_us = _micros(batch.column("__publishTime"))
+    def add(self, batch: pa.RecordBatch | Messages) -> None:
+        """Fold every message of ``batch``: the source's Arrow rows, or the read loop's chunk as it
+        is (:class:`~widehouse.source.messages.Messages`)."""
+        self._fold(_Rows.of_messages(batch) if isinstance(batch, Messages) else _Rows.of_arrow(batch))
+
+    def _fold(self, rows: _Rows) -> None:
+        """Fold every row; each in its own error boundary (:meth:`_internal`). A row's message id is
+        asked for only when a side row (quarantine, late) is written."""
         limit = self.plan.payload_limit
         handlers = self.handlers
         all_stats = self.stats
-        for payload, topic_name, message_id, pub_us in zip(
-            values, topics, message_ids, publish_us, strict=True
+        for i, (payload, topic_name, publish_ms) in enumerate(
+            zip(rows.values, rows.topics, rows.publish_ms, strict=True)
         ):
-            publish_ms = pub_us // 1000
             slot = (topic_name, publish_ms - publish_ms % HOUR_MS)
             stats = all_stats.get(slot)
             if stats is None:
@@ -225,23 +269,23 @@ class _Accumulator:
                             stats[4] = event_ms
                         continue
                 # everything else (and every event with the fast path off) the reference way
-                self._reference(payload, topic_name, message_id, pub_us, stats)
+                self._reference(payload, topic_name, publish_ms, rows, i, stats)
             except Exception as exc:  # the per-event boundary: quarantine the message, go on
-                self._internal(exc, topic_name, message_id, pub_us, payload, limit)
+                self._internal(exc, topic_name, rows, i, payload, limit)
                 stats[2] += 1
 
-    def _reference(
-        self, payload: bytes | None, topic_name: str, message_id: str, pub_us: int, stats: list[int]
+    def _reference(  # noqa: PLR0917 - one row and where it sits, named at the one call site
+        self, payload: bytes | None, topic_name: str, publish_ms: int, rows: _Rows, i: int, stats: list[int]
     ) -> None:
-        """One message through the catalog's reference parse and fold (inside the caller's boundary:
-        the side row is written before the outcome's counter, so a failure never counts twice)."""
+        """One message (row ``i`` of ``rows``) through the catalog's reference parse and fold (inside
+        the caller's boundary: the side row is written before the outcome's counter, so a failure
+        never counts twice)."""
         catalog = self.catalog
         limit = self.plan.payload_limit
-        publish_ms = pub_us // 1000
         body = payload or b""
 
         def side(kind: str, **fields: Any) -> None:
-            self._side(kind, topic_name, message_id, pub_us, body, limit, **fields)
+            self._side(kind, topic_name, rows.message_id(i), rows.publish_us(i), body, limit, **fields)
 
         plans = self._rules(topic_name)
         if plans is None:
@@ -277,7 +321,7 @@ class _Accumulator:
         stats[4] = max(stats[4], result.event_ms)
 
     def _internal(  # noqa: PLR0917 - one row's fields, as _side
-        self, exc: Exception, topic: str, message_id: str, publish_us: int, payload: Any, limit: int
+        self, exc: Exception, topic: str, rows: _Rows, i: int, payload: Any, limit: int
     ) -> None:
         """Quarantine a message whose handling raised: reason ``internal``, the exception's class and
         a bounded message (rendered so that rendering cannot fail: :func:`render_exception`)."""
@@ -285,8 +329,8 @@ class _Accumulator:
         self._side(
             KIND_QUARANTINE,
             topic,
-            message_id,
-            publish_us,
+            rows.message_id(i),
+            rows.publish_us(i),
             body,
             limit,
             reason=INTERNAL,
@@ -297,7 +341,7 @@ class _Accumulator:
         self,
         kind: str,
         topic: str,
-        message_id: str,
+        message_id: str | None,
         publish_us: int,
         body: bytes,
         limit: int,
@@ -393,8 +437,9 @@ class _Accumulator:
         return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def transform(batches: Iterator[pa.RecordBatch], plan: TransformPlan) -> Iterator[pa.RecordBatch]:
-    """``mapInArrow`` body: fold every input batch of the partition, then emit the outputs."""
+def transform(batches: Iterable[pa.RecordBatch | Messages], plan: TransformPlan) -> Iterator[pa.RecordBatch]:
+    """Fold every input batch of the partition (the source's Arrow rows or the read loop's chunks),
+    then emit the outputs."""
     schema = output_schema(plan)
     acc = _Accumulator(plan)
     for batch in batches:
@@ -406,7 +451,9 @@ PACKED_SCHEMA = pa.schema([pa.field("wh_ipc", pa.binary())])
 """What :func:`transform_packed` yields: one Arrow IPC stream per output batch, in a binary cell."""
 
 
-def transform_packed(batches: Iterator[pa.RecordBatch], plan: TransformPlan) -> Iterator[pa.RecordBatch]:
+def transform_packed(
+    batches: Iterable[pa.RecordBatch | Messages], plan: TransformPlan
+) -> Iterator[pa.RecordBatch]:
     """:func:`transform`, each output batch shipped as one Arrow IPC stream in one binary cell.
 
     The tagged output is wide (every table's columns) and sparse (a row fills one table's columns):

@@ -13,7 +13,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from widehouse.source.reader import _Columns
+from tests.fake_pulsar import FakeMessage
+from widehouse.source.messages import Messages
 from widehouse.source.schema import COLUMNS, arrow_schema
 
 SPARK_SCHEMA = StructType(
@@ -35,7 +36,7 @@ def test_arrow_schema_is_what_spark_checks_against() -> None:
 
 
 def test_columns_become_one_batch_with_nulls_and_maps() -> None:
-    columns = _Columns()
+    columns = Messages()
     rows = [
         (b"a", "k1", (5, 0, 2), 1_700_000_000_123, 1_600_000_000_000, {"x": "1", "y": "2"}),
         (b"b", "", (5, 1, -1), 1_700_000_000_124, 0, {}),
@@ -43,10 +44,8 @@ def test_columns_become_one_batch_with_nulls_and_maps() -> None:
     for value, key, (ledger, entry, batch), publish, event, props in rows:
         columns.values.append(value)
         columns.keys.append(key)
-        columns.ledgers.append(ledger)
-        columns.entries.append(entry)
-        columns.batches.append(batch)
-        columns.publish.append(publish)
+        columns.messages.append(FakeMessage(ledger, entry, batch))
+        columns.publish_ms.append(publish)
         columns.event.append(event)
         columns.prop_keys.extend(props)
         columns.prop_values.extend(props.values())
@@ -62,4 +61,21 @@ def test_columns_become_one_batch_with_nulls_and_maps() -> None:
     assert data[1]["__eventTime"] is None and data[0]["__eventTime"] is not None
     assert data[0]["__properties"] == [("x", "1"), ("y", "2")] and data[1]["__properties"] == []
     assert {r["__topic"] for r in data} == {"persistent://t/ns/a"}
-    assert len(columns) == 0  # emptied for the next batch
+
+
+def test_a_row_id_names_the_partition_of_its_run() -> None:
+    """Rows of several slices in one chunk: each id carries the partition of the run it came from."""
+    chunk = Messages()
+    for ledger, entry in [(7, 0), (7, 1), (9, 4), (3, 2)]:
+        chunk.values.append(b"{}")
+        chunk.publish_ms.append(1)
+        chunk.messages.append(FakeMessage(ledger, entry))
+    chunk.runs += [
+        ("persistent://t/ns/a", 0, 2),
+        ("persistent://t/ns/a", 5, 1),
+        ("persistent://t/ns/b", -1, 1),
+    ]
+    assert [chunk.message_id(i) for i in (3, 0, 2, 1)] == ["3:2:-1:-1", "7:0:0:-1", "9:4:5:-1", "7:1:0:-1"]
+    assert chunk.topics() == ["persistent://t/ns/a"] * 3 + ["persistent://t/ns/b"]
+    ids = chunk.to_batch(arrow_schema()).column("__messageId").to_pylist()
+    assert ids == ["7:0:0:-1", "7:1:0:-1", "9:4:5:-1", "3:2:-1:-1"]

@@ -64,7 +64,7 @@ def test_the_reading_task_skips_the_metadata_the_transform_does_not_read(monkeyp
     from widehouse.stream.spark import source
 
     seen = []
-    monkeypatch.setattr(source, "read_task", lambda task, config: seen.append(config) or iter(()))
+    monkeypatch.setattr(source, "read_messages", lambda task, config: seen.append(config) or iter(()))
     settings = load_settings({})
     options = parse_options({"topics": "persistent://t/n/a", "appId": "x"}, settings.pulsar)
     piece = Slice("persistent://t/n/a", -1, Mark(None, -1), Mark(None, -1))

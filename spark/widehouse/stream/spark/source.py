@@ -4,8 +4,9 @@ A slot group's query could read ``format("pulsar")`` and transform with ``mapInA
 message crosses from the reader's Python worker into the JVM as a Spark row, and back out to a
 second Python worker as Arrow, before the transform collapses it into a few partial rows. Here the
 reading task runs the transform itself (:func:`widehouse.stream.transform.transform_packed` over
-:func:`widehouse.source.reader.read_task`'s batches, in the same process), so only the collapsed
-output crosses into Spark, as Arrow IPC bytes (``wh_ipc``, one cell per output batch).
+:func:`widehouse.source.reader.read_messages`' chunks, in the same process: the read loop's lists as
+they are, no Arrow batch, no message id but those of quarantined and late rows), so only the
+collapsed output crosses into Spark, as Arrow IPC bytes (``wh_ipc``, one cell per output batch).
 
 Everything else is the ``pulsar`` source's: the options, offsets, admission control, task
 planning, commits and the offset log that progress metrics come from, so a checkpoint written
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from widehouse.errors import ConfigError
 from widehouse.source.options import ReadConfig, SourceOptions, parse_options
-from widehouse.source.reader import read_task
+from widehouse.source.reader import read_messages
 from widehouse.source.spark import (
     PulsarBatchReader,
     PulsarDataSource,
@@ -49,7 +50,7 @@ def _transformed(
     if not isinstance(partition, PulsarInputPartition):  # Spark's stand-in for "no partitions"
         return iter(())
     # the transform reads the payload, topic, id and publish time only
-    return transform_packed(read_task(partition.task, dataclasses.replace(config, metadata=False)), plan)
+    return transform_packed(read_messages(partition.task, dataclasses.replace(config, metadata=False)), plan)
 
 
 class _Transforming:

@@ -1,0 +1,123 @@
+"""The transform over the read loop's chunks (widehouse.source.messages.Messages), as the stream's
+reading tasks run it: quarantined and late rows keep their exact message ids, and no other message
+is asked for its id (taking one costs more than reading the payload)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from tests.fake_pulsar import FakeMessage, id_calls
+from widehouse.catalog import Accepted, Catalog, load_catalog
+from widehouse.contracts.periods import HOUR_MS
+from widehouse.generator.core import TrafficGenerator
+from widehouse.generator.options import GenerateOptions
+from widehouse.source.messages import Messages
+from widehouse.stream.transform import TransformPlan, output_schema, transform
+from widehouse.testing import reference_verdicts, source_batch
+
+ROOT = Path(__file__).parents[3]
+LEDGER = 7
+
+
+@pytest.fixture(scope="module")
+def catalog() -> Catalog:
+    return load_catalog(ROOT / "schemas")
+
+
+@pytest.fixture(scope="module")
+def batch(catalog: Catalog) -> pa.RecordBatch:
+    """6k generated messages (1% bad of every class, 1% late) as the Pulsar source emits them."""
+    base = (int(time.time() * 1000) // HOUR_MS - 3) * HOUR_MS
+    generator = TrafficGenerator(
+        catalog,
+        GenerateOptions(count=6_000, rate=0, base_time_ms=base, bad_rate=0.01, late_rate=0.01, users=200),
+    )
+    return source_batch(catalog, generator, base)
+
+
+def _partition(topic: str) -> int:
+    return sum(map(ord, topic)) % 7  # any number per topic: ids must carry the run's partition
+
+
+def _chunks(batch: pa.RecordBatch, rows: int) -> tuple[list[Messages], list[FakeMessage]]:
+    """The batch's messages as the read loop hands them out: chunks of ``rows``, a run per stretch of
+    one topic; message ``i`` sits at ``LEDGER:i`` (its partition's order is the batch's)."""
+    values = batch["value"].to_pylist()
+    topics = batch["__topic"].to_pylist()
+    publish_us = batch["__publishTime"].cast(pa.int64()).to_pylist()
+    messages = [FakeMessage(LEDGER, i) for i in range(len(values))]
+    chunks = []
+    for low in range(0, len(values), rows):
+        chunk = Messages()
+        for i in range(low, min(low + rows, len(values))):
+            chunk.values.append(values[i])
+            chunk.publish_ms.append(publish_us[i] // 1000)
+            chunk.messages.append(messages[i])
+            topic, partition = topics[i], _partition(topics[i])
+            if chunk.runs and chunk.runs[-1][:2] == (topic, partition):
+                chunk.runs[-1] = (topic, partition, chunk.runs[-1][2] + 1)
+            else:
+                chunk.runs.append((topic, partition, 1))
+        chunks.append(chunk)
+    return chunks, messages
+
+
+def _side_rows(out: pa.Table) -> set[tuple[str, str, str | None, int]]:
+    sides = out.filter(pc.is_in(out["wh_kind"], pa.array(["quarantine", "late"])))
+    publish = sides["wh_publish_time"].cast(pa.int64()).to_pylist()
+    return {
+        (r["wh_message_id"], r["wh_kind"], r["wh_reason"], p)
+        for r, p in zip(
+            sides.select(["wh_message_id", "wh_kind", "wh_reason"]).to_pylist(), publish, strict=True
+        )
+    }
+
+
+def test_side_rows_keep_their_exact_ids_and_no_other_id_is_taken(
+    catalog: Catalog, batch: pa.RecordBatch
+) -> None:
+    plan = TransformPlan(catalog, tuple(t.name for t in catalog.wide_tables))
+    chunks, messages = _chunks(batch, 1000)
+    out = pa.Table.from_batches(list(transform(chunks, plan)), schema=output_schema(plan))
+
+    expected: set[tuple[str, str, str | None, int]] = set()
+    for i, (topic, _payload, publish, verdict) in enumerate(reference_verdicts(catalog, batch)):
+        message_id = f"{LEDGER}:{i}:{_partition(topic)}:-1"
+        publish_us = round(publish.timestamp() * 1000) * 1000
+        if not isinstance(verdict, Accepted):
+            expected.add((message_id, "quarantine", verdict.reason, publish_us))
+        elif verdict.late:
+            expected.add((message_id, "late", None, publish_us))
+    kinds = {kind for _id, kind, _reason, _publish in expected}
+    assert kinds == {"quarantine", "late"}  # the data has both
+    assert _side_rows(out) == expected
+    # exactly the side rows' messages were asked for their id, once each
+    side_positions = {(LEDGER, int(message_id.split(":")[1]), -1): 1 for message_id, *_ in expected}
+    assert id_calls(messages) == side_positions
+
+    stats = out.filter(pc.equal(out["wh_kind"], "stats")).to_pylist()
+    assert sum(s["wh_rows_in"] for s in stats) == batch.num_rows
+    assert sum(s["wh_bad"] for s in stats) == sum(1 for e in expected if e[1] == "quarantine")
+    assert sum(s["wh_late"] for s in stats) == sum(1 for e in expected if e[1] == "late")
+
+
+def test_chunks_fold_to_the_same_partials_as_the_sources_arrow_rows(
+    catalog: Catalog, batch: pa.RecordBatch
+) -> None:
+    """The Arrow path is checked against the reference rows (test_transform.py); the chunks' path
+    must fold the same messages to the same partial rows."""
+    plan = TransformPlan(catalog, tuple(t.name for t in catalog.wide_tables))
+    chunks, _messages = _chunks(batch, 777)
+    of_chunks = pa.Table.from_batches(list(transform(chunks, plan)), schema=output_schema(plan))
+    of_arrow = pa.Table.from_batches(list(transform([batch], plan)), schema=output_schema(plan))
+
+    def partials(out: pa.Table) -> list[dict[str, object]]:
+        rows = out.filter(pc.equal(out["wh_kind"], "partial")).to_pylist()
+        return sorted(rows, key=repr)
+
+    assert partials(of_chunks) == partials(of_arrow) != []
