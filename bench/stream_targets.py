@@ -124,7 +124,11 @@ def _flink(args: argparse.Namespace, bench: Bench) -> dict[str, Any]:
         subscription_type="Exclusive",
         flink_python=FLINK_PYTHON,
     )
-    result = flink_compare(options, bench)
+    try:
+        result = flink_compare(options, bench)
+    except RuntimeError as exc:  # the connector's known start-up flake: keep the other figures
+        print(f"the Flink comparison failed (not measured this run): {str(exc)[:400]}")
+        return {"flink_error": str(exc)[:2000]}
     return {"flink_ratio": result["ratio"], "flink": result}
 
 
