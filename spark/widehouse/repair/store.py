@@ -123,15 +123,19 @@ def last_chunk(client: ClickHouse, table: str) -> int:
 
 
 def last_outcomes(client: ClickHouse, table: str, keys: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
-    """(topic, message id) -> ``reason|detail`` of its newest ``invalid`` outcome, for ``keys``."""
+    """(topic, message id) -> ``reason|detail`` of its newest ``invalid`` outcome, for ``keys``.
+
+    Asked by the keys' range (two bounds, not a page's worth of ids in the request), then narrowed
+    to the keys here."""
     if not keys:
         return {}
+    low, high = min(keys), max(keys)
     rows = client.rows(
         "SELECT toString(topic), message_id, argMax(concat(reason, '|', detail), at) "
         f"FROM {REPAIRS} WHERE `table` = {{t:String}} AND outcome = '{STILL_INVALID}' "
-        "AND topic IN {topics:Array(String)} AND message_id IN {ids:Array(String)} "
-        "GROUP BY topic, message_id",
-        {"t": table, "topics": sorted({k[0] for k in keys}), "ids": sorted({k[1] for k in keys})},
+        "AND (topic, message_id) >= ({lt:String}, {lm:String}) "
+        "AND (topic, message_id) <= ({ht:String}, {hm:String}) GROUP BY topic, message_id",
+        {"t": table, "lt": low[0], "lm": low[1], "ht": high[0], "hm": high[1]},
         consistent=True,
     )
     wanted = set(keys)
