@@ -42,6 +42,18 @@ def _flag(title: str, description: str, section: str) -> Spec:
     }
 
 
+def _table(tables: list[str], description: str) -> Spec:
+    """A wide table picked from ``tables`` (the first is the default)."""
+    return {
+        "default": tables[0] if tables else None,
+        "type": "string",
+        "enum": tables,
+        "title": "Wide table",
+        "description": description,
+        "section": "What",
+    }
+
+
 def _moment(title: str, description: str, *, required: bool) -> Spec:
     spec: Spec = {
         "type": "string" if required else ["null", "string"],
@@ -57,16 +69,8 @@ def _moment(title: str, description: str, *, required: bool) -> Spec:
 
 
 def refinalize_params(catalog: Catalog) -> dict[str, Spec]:
-    tables = hourly_tables(catalog)
     return {
-        "table": {
-            "default": tables[0] if tables else None,
-            "type": "string",
-            "enum": tables,
-            "title": "Wide table",
-            "description": "The hourly wide table to re-finalize (from the catalog).",
-            "section": "What",
-        },
+        "table": _table(hourly_tables(catalog), "The hourly wide table to re-finalize (from the catalog)."),
         "first_hour": _moment("First hour", f"First hour to re-finalize ({HOUR_HELP}).", required=True),
         "last_hour": _moment(
             "Last hour",
@@ -95,15 +99,11 @@ def repair_params(catalog: Catalog) -> dict[str, Spec]:
     hourly = hourly_tables(catalog)  # first: the default
     tables = hourly + [t.name for t in catalog.wide_tables if t.name not in hourly]
     return {
-        "table": {
-            "default": tables[0] if tables else None,
-            "type": "string",
-            "enum": tables,
-            "title": "Wide table",
-            "description": "The wide table whose topics' quarantined events are re-parsed with the "
-            "current catalog (fix the catalog first).",
-            "section": "What",
-        },
+        "table": _table(
+            tables,
+            "The wide table whose topics' quarantined events are re-parsed with the current catalog "
+            "(fix the catalog first).",
+        ),
         "first_hour": _moment(
             "First publish hour",
             f"First hour the quarantined messages were published in ({HOUR_HELP}).",

@@ -176,6 +176,7 @@ def repair(ctx: RepairContext, request: RepairRequest) -> RepairOutcome:
         writer.before_chunk = lease.renew  # a run that lost its lease (expired) stops before writing
         for chunk in store.pending_chunks(client, request.table):
             messages = store.chunk_messages(client, request.table, chunk)
+            writer.before_chunk()
             writer.write(chunk, writer.fold(messages).partials)
             outcome.redone.append(chunk)
         after: tuple[str, str] | None = None
@@ -324,12 +325,12 @@ class _ChunkWriter:
         store.record_outcomes(client, changed, f"repair:{self.table}:{self.request.run_id}:invalid:{first}")
 
     def write(self, chunk: int, partials: pa.Table) -> None:
-        """A claimed chunk's partial rows into both stores, then its done rows (idempotent)."""
+        """A claimed chunk's partial rows into both stores, then its done rows (idempotent). The
+        caller renewed the lease just before (``before_chunk``)."""
         from widehouse.clickhouse.ddl import table_names
 
         client = self.ctx.client
         partial = table_names(self.ctx.catalog.table(self.table)).partial
-        self.before_chunk()
         client.insert(partial, partials, f"repair:{self.table}:{chunk}")
         self.step("after-partials")
         if self.ctx.bronze is not None and partials.num_rows:
