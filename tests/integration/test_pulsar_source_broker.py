@@ -100,6 +100,53 @@ def test_locate_is_exact_across_batch_entries_and_ledgers(services: Settings, ns
         view.close()
 
 
+def test_locate_lists_the_ledgers_again_only_when_the_kept_list_lacks_the_end(
+    services: Settings, ns: str, client: Any
+) -> None:
+    """The ledger list (``internalStats``) is kept per partition: a batch whose end is in it asks no
+    more; the open ledger grown past it, a new ledger, or a kept list that turns out stale is
+    listed again. Every answer is checked against the ids a reader sees."""
+    topic = f"persistent://{ns}/kept"
+    tp = TopicPartition(topic, -1)
+    publish(client, topic, 30, batch=4)
+    view = BrokerView(services.pulsar)
+    listings: list[str] = []
+    listed = view.ledgers
+
+    def counting(part: TopicPartition) -> list[tuple[int, int]]:
+        listings.append(part.name)
+        return listed(part)
+
+    view.ledgers = counting  # type: ignore[method-assign]
+    try:
+
+        def check(targets: tuple[int, ...], want_listings: int) -> None:
+            ids = all_message_ids(client, topic)
+            last = view.last_entries([tp])[0][tp]
+            assert last is not None
+            for target in targets:
+                assert view.locate(tp, Mark(None, -1), last.mark, target) == Mark(
+                    consumed_through(ids, target), target
+                ), target
+            assert len(listings) == want_listings
+
+        check((3, 10, 17), 1)  # one listing for three locates
+        check((5, 21), 1)  # the same end: still none
+        publish(client, topic, 10, tag="b")  # the open ledger grows past the kept count
+        check((33, 12), 2)
+        with PulsarAdmin(services.pulsar) as admin:
+            admin.request("PUT", f"persistent/{ns}/kept/unload")  # the next messages go to a new ledger
+        publish(client, topic, 10, tag="c")
+        check((45, 2), 3)
+        check((44, 29), 3)
+        # a stale kept list (here: one that lacks the first ledger) is listed again, not trusted
+        kept = view._tables[tp]
+        view._tables[tp] = type(kept)(list(zip(kept.ids[1:], kept.counts[1:], strict=True)))
+        check((1,), 4)
+    finally:
+        view.close()
+
+
 def test_discovery_by_list_pattern_and_partition(services: Settings, ns: str, client: Any) -> None:
     with PulsarAdmin(services.pulsar) as admin:
         admin.ensure_partitions(f"persistent://{ns}/orders", 2)
