@@ -2,7 +2,7 @@
 
 For each topic count, topic loads follow a Zipf law (rank r carries load proportional to r^-s)
 with message sizes drawn between 100 B and 2 kB, scaled so that the total is ``--load-per-topic``
-cores' worth per topic. The planner plans with its default settings (capacity 28 MB/s per core,
+cores' worth per topic. The planner plans with its default settings (capacity 40 MB/s per core,
 80% target fill); hashing (CRC32 of the topic name) and round-robin (sorted names) spread the same
 topics over the same number of cores the plan uses. Then 10% of the topics change traffic by
 +-30% and each method replans; "moved" is the share of topics whose core/group changed, matching

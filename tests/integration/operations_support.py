@@ -17,7 +17,7 @@ import pyarrow as pa
 from widehouse import clickhouse
 from widehouse.contracts import tables as t
 from widehouse.planner import Group, Plan, save_plan
-from widehouse.settings import Settings
+from widehouse.settings import PlannerSettings, Settings
 
 NOW = dt.datetime(2026, 11, 20, 10, 30, tzinfo=dt.UTC)
 T0 = dt.datetime(2026, 11, 20, tzinfo=dt.UTC)
@@ -151,10 +151,11 @@ ROWS: dict[Any, list[dict[str, Any]]] = {
 
 PLAN = Plan(
     groups=(
-        Group("g001", (A, B), load=14_000_000.0, cores=1),  # fill 0.5 at the default 28e6 per core
+        Group("g001", (A, B), load=14_000_000.0, cores=1),  # fill 0.5 at 28e6 per core
         Group("iso-settings", (ISOLATED,), load=56_000_000.0, cores=2, isolated=True),  # fill 1.0
     ),
     partitions={A: 1, B: 1, ISOLATED: 4},
+    settings=PlannerSettings(slot_capacity=28_000_000.0),  # what the view computes fill against
 )
 
 

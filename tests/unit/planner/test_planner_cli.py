@@ -67,10 +67,11 @@ def test_plan_from_csv_writes_the_plan_and_prints_groups_load_and_fill(tmp_path:
 def test_replan_with_previous_reports_moves_and_is_deterministic(tmp_path: Path) -> None:
     traffic = tmp_path / "traffic.csv"
     traffic.write_text(TRAFFIC)
+    env = {"WIDEHOUSE_PLAN_SLOT_CAPACITY": "28000000"}  # isolation above 28 MB/s x 0.5
     first = tmp_path / "first.json"
-    assert run_plan(tmp_path, "--traffic", str(traffic), "--output", str(first)).returncode == 0
+    assert run_plan(tmp_path, "--traffic", str(traffic), "--output", str(first), env=env).returncode == 0
     again = tmp_path / "again.json"
-    assert run_plan(tmp_path, "--traffic", str(traffic), "--output", str(again)).returncode == 0
+    assert run_plan(tmp_path, "--traffic", str(traffic), "--output", str(again), env=env).returncode == 0
     assert first.read_bytes() == again.read_bytes()
 
     # mid becomes heavy enough to be isolated, small vanishes, a new topic arrives
@@ -79,7 +80,9 @@ def test_replan_with_previous_reports_moves_and_is_deterministic(tmp_path: Path)
         + "acme/app/new,5,5000\n"
     )
     second = tmp_path / "second.json"
-    out = run_plan(tmp_path, "--traffic", str(traffic), "--previous", str(first), "--output", str(second))
+    out = run_plan(
+        tmp_path, "--traffic", str(traffic), "--previous", str(first), "--output", str(second), env=env
+    )
     assert out.returncode == 0, out.stderr
     assert f"vs {first}: 1 topics moved (33.3%), 1 new, 1 dropped; groups +1 -0" in out.stdout
     plan = load_plan(second)
