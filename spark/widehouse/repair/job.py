@@ -95,11 +95,10 @@ def repair_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def exit_code(outcome: RepairOutcome) -> int:
-    """0, or the code of the first period that could not be re-published (see the module docstring)."""
+    """0, or the code of the first period that could not be re-published (see the module docstring).
+    Prints nothing: each failure was logged when it happened (stderr) and is in the summary (stdout)."""
     from widehouse.batch.lease import PeriodBusyError
 
-    for _, error in outcome.failed:
-        print(f"widehouse repair: not re-published: {error}", file=sys.stderr)
     for _, error in outcome.failed:
         if isinstance(error, NotReadyError):
             return EXIT_NOT_READY

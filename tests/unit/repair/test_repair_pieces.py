@@ -81,14 +81,19 @@ def test_stored_messages_are_reparsed_folded_and_sorted_into_outcomes() -> None:
     assert (partial[(7, six)]["logins"], partial[(7, six)]["login_failures"]) == (0, 1)
 
 
-def test_the_exit_code_is_that_of_the_first_period_not_republished() -> None:
+def test_the_exit_code_is_that_of_the_first_period_not_republished(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     assert exit_code(RepairOutcome("user_hourly")) == 0
     for error, code in (
         (NotReadyError("behind"), 3),
         (ReconciliationError("differs"), 4),
         (PeriodBusyError("held"), 5),
     ):
-        assert exit_code(RepairOutcome("user_hourly", failed=[(H9, error)])) == code
+        outcome = RepairOutcome("user_hourly", failed=[(H9, error)])
+        assert exit_code(outcome) == code
+        assert outcome.summary().count(str(error)) == 1  # the summary names it, once
+    assert capsys.readouterr() == ("", "")  # the exit code alone prints nothing more
 
 
 def test_the_airflow_task_passes_the_form_as_arguments() -> None:
