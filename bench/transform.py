@@ -26,18 +26,10 @@ def source_batches(events: int, rows: int = 8192) -> tuple[Any, list[Any]]:
     import pyarrow as pa
 
     from widehouse.catalog import load_catalog
-    from widehouse.contracts.periods import HOUR_MS
-    from widehouse.generator.core import TrafficGenerator
-    from widehouse.generator.options import GenerateOptions
-    from widehouse.testing import source_batch
+    from widehouse.testing import generated_source_batch
 
     catalog = load_catalog(ROOT / "schemas")
-    base = (int(time.time() * 1000) // HOUR_MS - 3) * HOUR_MS
-    generator = TrafficGenerator(
-        catalog,
-        GenerateOptions(count=events, rate=0, base_time_ms=base, bad_rate=0.01, late_rate=0.005, users=5000),
-    )
-    whole = pa.Table.from_batches([source_batch(catalog, generator, base)])
+    whole = pa.Table.from_batches([generated_source_batch(catalog, events, users=5000, late_rate=0.005)])
     return catalog, whole.to_batches(max_chunksize=rows)
 
 

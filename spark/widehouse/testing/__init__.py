@@ -27,6 +27,25 @@ PUBLISH_DELAY_MS = 1_500
 """How long after its event time each generated message counts as published."""
 
 
+def generated_source_batch(
+    catalog: Catalog, count: int, *, users: int, late_rate: float, bad_rate: float = 0.01
+) -> pa.RecordBatch:
+    """``count`` generated messages (``bad_rate`` of every bad class, ``late_rate`` late) whose event
+    times start three hours before the current hour, as the Pulsar source emits them
+    (:func:`source_batch`)."""
+    import time
+
+    from widehouse.contracts.periods import HOUR_MS
+    from widehouse.generator.core import TrafficGenerator
+    from widehouse.generator.options import GenerateOptions
+
+    base = (int(time.time() * 1000) // HOUR_MS - 3) * HOUR_MS
+    options = GenerateOptions(
+        count=count, rate=0, base_time_ms=base, bad_rate=bad_rate, late_rate=late_rate, users=users
+    )
+    return source_batch(catalog, TrafficGenerator(catalog, options), base)
+
+
 def source_batch(catalog: Catalog, generator: TrafficGenerator, base_ms: int) -> pa.RecordBatch:
     """Every message ``generator`` makes, as the Pulsar source emits them: ``value``, ``__topic``,
     ``__messageId`` (``<n>:0:0``) and ``__publishTime`` (event offset from ``base_ms`` plus

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import pickle
-import time
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -17,11 +16,9 @@ import pytest
 from widehouse.catalog import Accepted, Catalog, load_catalog
 from widehouse.contracts.periods import DAY_MS, HOUR_MS
 from widehouse.errors import CatalogError
-from widehouse.generator.core import TrafficGenerator
 from widehouse.generator.manifest import diff_rows
-from widehouse.generator.options import GenerateOptions
 from widehouse.stream.transform import TransformPlan, output_schema, transform
-from widehouse.testing import reference_rows, reference_verdicts, source_batch
+from widehouse.testing import generated_source_batch, reference_rows, reference_verdicts
 
 ROOT = Path(__file__).parents[3]
 
@@ -34,12 +31,7 @@ def catalog() -> Catalog:
 @pytest.fixture(scope="module")
 def batch(catalog: Catalog) -> pa.RecordBatch:
     """12k generated messages (1% bad of every class, 0.5% late) as the Pulsar source emits them."""
-    base = (int(time.time() * 1000) // HOUR_MS - 3) * HOUR_MS
-    generator = TrafficGenerator(
-        catalog,
-        GenerateOptions(count=12_000, rate=0, base_time_ms=base, bad_rate=0.01, late_rate=0.005, users=300),
-    )
-    return source_batch(catalog, generator, base)
+    return generated_source_batch(catalog, 12_000, users=300, late_rate=0.005)
 
 
 def run(plan: TransformPlan, batch: pa.RecordBatch, partitions: int) -> pa.Table:

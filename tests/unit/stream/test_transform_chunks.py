@@ -4,7 +4,6 @@ is asked for its id (taking one costs more than reading the payload)."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -13,12 +12,9 @@ import pytest
 
 from tests.fake_pulsar import FakeMessage, id_calls
 from widehouse.catalog import Accepted, Catalog, load_catalog
-from widehouse.contracts.periods import HOUR_MS
-from widehouse.generator.core import TrafficGenerator
-from widehouse.generator.options import GenerateOptions
 from widehouse.source.messages import Messages
 from widehouse.stream.transform import TransformPlan, output_schema, transform
-from widehouse.testing import reference_verdicts, source_batch
+from widehouse.testing import generated_source_batch, reference_verdicts
 
 ROOT = Path(__file__).parents[3]
 LEDGER = 7
@@ -32,12 +28,7 @@ def catalog() -> Catalog:
 @pytest.fixture(scope="module")
 def batch(catalog: Catalog) -> pa.RecordBatch:
     """6k generated messages (1% bad of every class, 1% late) as the Pulsar source emits them."""
-    base = (int(time.time() * 1000) // HOUR_MS - 3) * HOUR_MS
-    generator = TrafficGenerator(
-        catalog,
-        GenerateOptions(count=6_000, rate=0, base_time_ms=base, bad_rate=0.01, late_rate=0.01, users=200),
-    )
-    return source_batch(catalog, generator, base)
+    return generated_source_batch(catalog, 6_000, users=200, late_rate=0.01)
 
 
 def _partition(topic: str) -> int:
