@@ -97,6 +97,7 @@ def _run_app(settings: Any, topics: list[str], available_now: bool = True, until
         until(app)
     finally:
         app.stop()
+        app.publishers.close()
     return app
 
 
@@ -437,6 +438,7 @@ def drain_app(
             time.sleep(0.2)
     finally:
         app.stop()
+        app.publishers.close()  # as ``StreamApp.run`` does: no producer outlives the bench's tenants
     assert not app.failed, app.failed
     groups_rows, topic_rows = _progress(app)
     mine = [g for g in groups_rows if g["app"] == name]
