@@ -143,6 +143,8 @@ def test_locate_lists_the_ledgers_again_only_when_the_kept_list_lacks_the_end(
         kept = view._tables[tp]
         view._tables[tp] = type(kept)(list(zip(kept.ids[1:], kept.counts[1:], strict=True)))
         check((1,), 4)
+        view.forget([tp])  # the controller's call for a partition that is gone
+        check((1,), 5)
     finally:
         view.close()
 

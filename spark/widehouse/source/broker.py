@@ -222,6 +222,12 @@ class BrokerView:
             self._tables[tp] = table
         return self._search(tp, table, lo, hi, target)
 
+    def forget(self, parts: Iterable[TopicPartition]) -> None:
+        """Drop the kept ledger lists of partitions that are gone (deleted, or no longer selected)."""
+        with self._lock:
+            for tp in parts:
+                self._tables.pop(tp, None)
+
     def _search(self, tp: TopicPartition, table: _EntryTable, lo: Mark, hi: Mark, target: int) -> Mark:
         """:meth:`locate` over the entries ``table`` numbers (``hi`` has a position)."""
         assert hi.position is not None

@@ -150,6 +150,7 @@ class StreamController(_Base):
         for tp in sorted(deselected):
             log.info("%s is no longer selected (moved to another group); dropped from the query", tp)
         self._report_gone(gone - deselected, known)
+        self.view.forget(gone)
         live = sorted(tp for tp in parts if tp not in missing)
         starts, recorded = self._starts(live, start, ends)
         ceilings = self._ceilings(starts, ends)
