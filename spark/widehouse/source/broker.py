@@ -296,23 +296,26 @@ class _EntryTable:
             total += n
         self.total = total
 
+    def _slot(self, ledger: int) -> int | None:
+        """The ledger's place in the list, None if it is not listed."""
+        try:
+            return self.ids.index(ledger)
+        except ValueError:
+            return None
+
     def holds(self, position: Position) -> bool:
         """Whether the entry at ``position`` is numbered here: in a ledger listed before the last
         (closed: its count is final) or within the last one's count when listed."""
-        try:
-            i = self.ids.index(position.ledger)
-        except ValueError:
-            return False
-        return i < len(self.ids) - 1 or position.entry < self.counts[i]
+        i = self._slot(position.ledger)
+        return i is not None and (i < len(self.ids) - 1 or position.entry < self.counts[i])
 
     def ordinal(self, position: Position, tp: TopicPartition) -> int:
-        try:
-            i = self.ids.index(position.ledger)
-        except ValueError:
+        i = self._slot(position.ledger)
+        if i is None:
             raise PulsarError(
                 f"ledger {position.ledger} of {tp} no longer exists (data deleted by retention, or the "
                 "topic was recreated)"
-            ) from None
+            )
         return self.bases[i] + position.entry
 
     def position(self, ordinal: int) -> tuple[int, int]:
