@@ -70,6 +70,7 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     "WIDEHOUSE_SPARK_ARCHIVE": ("hdfs:///wh/env.tar.gz", "hdfs:///wh/env.tar.gz"),
     "WIDEHOUSE_SPARK_PY_FILES": ("/w/widehouse.whl", ("/w/widehouse.whl",)),
     "WIDEHOUSE_SPARK_PYTHON": ("/opt/venv/bin/python", "/opt/venv/bin/python"),
+    "WIDEHOUSE_SPARK_CLASS_ARCHIVE_DIR": ("/opt/widehouse/cds", "/opt/widehouse/cds"),
     "WIDEHOUSE_SHARED_PATHS": ("true", True),
     "WIDEHOUSE_SPARK_MASTER_PORT": ("27077", 27077),
     "WIDEHOUSE_SPARK_MASTER_UI_PORT": ("27080", 27080),
@@ -222,6 +223,7 @@ def test_dataclass_defaults_come_from_the_table() -> None:
         "pulsar.auth_token": None,  # none unless WIDEHOUSE_PULSAR_AUTH=token and its up made one
         "airflow.password": None,  # none until `widehouse airflow up` generates one
         "local.hive_warehouse_dir": None,  # loading derives it from WIDEHOUSE_HIVE_WAREHOUSE
+        "spark.class_archive_dir": None,  # no archive; loading derives <vendor>/spark-cds
     }
     for group in groups:
         cls = type(getattr(load_settings(BASE), group))

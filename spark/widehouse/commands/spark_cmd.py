@@ -1,6 +1,6 @@
-"""``widehouse spark package``: build what jobs ship to a cluster's executors.
-
-See :mod:`widehouse.spark.shipping` for the two artefacts and when to use which.
+"""``widehouse spark package``: build what jobs ship to a cluster's executors (see
+:mod:`widehouse.spark.shipping` for the two artefacts and when to use which); ``widehouse spark
+archive``: train the driver JVM's class-data-sharing archive (:mod:`widehouse.spark.class_archive`).
 """
 
 from __future__ import annotations
@@ -13,15 +13,17 @@ from typing import Any
 from widehouse import paths
 from widehouse.errors import ConfigError
 from widehouse.settings import Settings
-from widehouse.spark import shipping
+from widehouse.spark import class_archive, shipping
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "spark",
-        help="Spark cluster helpers (package: build the wheel and executor environment jobs ship)",
+        help="Spark helpers (package: what jobs ship to a cluster; archive: the driver's class archive)",
         description="`package` builds the widehouse wheel (for WIDEHOUSE_SPARK_PY_FILES) and a packed "
-        "executor environment (for WIDEHOUSE_SPARK_ARCHIVE) and prints the settings that use them.",
+        "executor environment (for WIDEHOUSE_SPARK_ARCHIVE) and prints the settings that use them. "
+        "`archive` trains the driver JVM's class-data-sharing archive for this JDK and Spark (in "
+        "WIDEHOUSE_SPARK_CLASS_ARCHIVE_DIR; `make setup` runs it).",
     )
     actions = parser.add_subparsers(dest="spark_action", required=True)
     pack = actions.add_parser("package", help="build the wheel and the packed executor environment")
@@ -30,6 +32,11 @@ def register(subparsers: Any) -> None:
     pack.add_argument("--constraints", type=Path, help="pins (default: <source>/constraints.txt)")
     pack.add_argument("--wheel-only", action="store_true", help="skip the packed environment")
     pack.set_defaults(func=run)
+    archive = actions.add_parser(
+        "archive", help="train the driver JVM's class-data-sharing archive (no-op when it exists)"
+    )
+    archive.add_argument("--force", action="store_true", help="train it again even if it exists")
+    archive.set_defaults(func=run_archive)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
@@ -44,4 +51,17 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     print(f"WIDEHOUSE_SPARK_PY_FILES={built.wheel}")
     if built.archive is not None:
         print(f"WIDEHOUSE_SPARK_ARCHIVE={built.archive}  # {built.archive_bytes / 1e6:.0f} MB")
+    return 0
+
+
+def run_archive(args: argparse.Namespace, settings: Settings) -> int:
+    if settings.spark.class_archive_dir is None:
+        print("class archives are off (WIDEHOUSE_SPARK_CLASS_ARCHIVE_DIR=off): nothing to build")
+        return 0
+    t0 = time.monotonic()
+    path, built = class_archive.build(settings, force=args.force)
+    if built:
+        print(f"class archive built in {time.monotonic() - t0:.1f}s: {path}")
+    else:
+        print(f"class archive up to date: {path}")
     return 0

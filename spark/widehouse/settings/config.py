@@ -130,6 +130,9 @@ class SparkSettings:
     """The cluster nodes' Python with ``py_files`` (None: ``PYSPARK_PYTHON``)."""
     shared_paths: bool = field(default=False, kw_only=True)
     """Local paths are on a file system every node mounts at the same place."""
+    class_archive_dir: str | None = field(default=None, kw_only=True)
+    """Where the driver JVM's class-data-sharing archives are (:mod:`widehouse.spark.class_archive`);
+    None: never use one."""
 
     @property
     def is_local(self) -> bool:

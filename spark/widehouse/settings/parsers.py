@@ -330,6 +330,16 @@ def parse_optional_location(value: str) -> str | None:
     return None if value.lower() == "none" else parse_location(value)
 
 
+def parse_class_archive_dir(value: str) -> str | None:
+    """A local absolute directory (the driver JVM maps the archive from its own disk), or None for
+    ``off``; no whitespace (it goes into the JVM's options)."""
+    if value.lower() == "off":
+        return None
+    if not value.startswith("/") or any(c.isspace() for c in value) or _CONTROL_RE.search(value):
+        raise ValueError("must be `off` or an absolute local directory path without spaces")
+    return value
+
+
 def parse_optional_command(value: str) -> str | None:
     """An executable path or name (no whitespace), or None for ``none``."""
     if value.lower() == "none":

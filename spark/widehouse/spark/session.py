@@ -23,6 +23,7 @@ from widehouse.errors import ConfigError, SetupError
 from widehouse.private import private_dir
 from widehouse.services.metastore import list_databases
 from widehouse.settings import Settings
+from widehouse.spark.class_archive import driver_java_options, with_driver_options
 from widehouse.spark.shipping import ENV_NAME, ENV_PYTHON
 
 if TYPE_CHECKING:
@@ -201,7 +202,8 @@ def build_session(
 
     check_jars(settings)
     check_cluster(settings)
-    conf = spark_conf(settings, app_name, overrides)
+    # the driver JVM maps the class-data-sharing archive of this JDK and Spark, when one is built
+    conf = with_driver_options(spark_conf(settings, app_name, overrides), driver_java_options(settings))
     check_metastore(settings, conf)
     make_local_dirs(settings)
     jvm_cwd: Path | None = None

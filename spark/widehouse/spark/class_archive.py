@@ -1,0 +1,149 @@
+"""A class-data-sharing (CDS) archive of Spark's classes for the driver JVM: seconds off start-up.
+
+A cold Spark driver spends most of its first seconds loading and verifying some 14,000 classes
+(Spark SQL, Delta, Hadoop, the Python data source machinery). Java 13+ can write the classes an
+application loaded to an archive at exit (``-XX:ArchiveClassesAtExit``) and map that archive at
+the next start (``-XX:SharedArchiveFile``). On this project's 2-core box it takes a stream app's
+``SparkSession`` from ~4.9 s to ~3.1 s and its first job from ~1.7 s to ~0.9 s (NOTES, issue 28
+fourth round).
+
+- :func:`build` trains one: a subprocess runs :mod:`widehouse.spark.class_archive_training` (what
+  the jobs do, at toy size, no services) in a JVM that writes the archive as it exits, then moves it
+  into place atomically. ``widehouse spark archive`` runs it; ``make setup`` calls that.
+- :func:`driver_java_options` is what :func:`widehouse.spark.session.build_session` adds to
+  ``spark.driver.extraJavaOptions`` when an archive for this JDK and this Spark exists.
+
+An archive is only valid for the JVM build and the class path it was written with, so its file name
+carries a key of both (:func:`archive_key`): a JDK update or another pyspark finds no archive and
+starts as before until ``widehouse spark archive`` runs again. Should the JVM still refuse one (a
+class path changed by ``spark.driver.extraClassPath``), it starts without it, silently: the options
+turn the CDS log off, so nothing but the start-up time changes. Executors on a cluster are not given
+the archive (their class path is the cluster's); on ``local[*]`` they run in the driver JVM.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from widehouse.errors import SetupError
+from widehouse.settings import Settings
+
+QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
+"""JVM options that keep the CDS log (and a refused archive's warning) off the job's output."""
+
+DRIVER_OPTIONS = "spark.driver.extraJavaOptions"
+TRAINING_TIMEOUT_S = 300.0
+
+
+def java_binary(environ: Mapping[str, str] | None = None) -> Path | None:
+    """The ``java`` Spark's launcher runs: ``$JAVA_HOME/bin/java``, else the one on PATH (resolved)."""
+    env = os.environ if environ is None else environ
+    home = env.get("JAVA_HOME")
+    found = str(Path(home, "bin", "java")) if home else shutil.which("java", path=env.get("PATH"))
+    if not found or not Path(found).exists():
+        return None
+    return Path(found).resolve()
+
+
+def spark_home(environ: Mapping[str, str] | None = None) -> Path | None:
+    """Where Spark's jars are: ``$SPARK_HOME``, else the installed pyspark (as pyspark finds it)."""
+    env = os.environ if environ is None else environ
+    if env.get("SPARK_HOME"):
+        return Path(env["SPARK_HOME"])
+    spec = importlib.util.find_spec("pyspark")
+    return Path(spec.origin).parent if spec is not None and spec.origin else None
+
+
+def archive_key(java: Path, home: Path) -> str:
+    """A digest of what makes an archive valid: the JVM build and Spark's class path.
+
+    The JVM by its resolved path and its ``libjvm.so`` (size and modification time: a package update
+    replaces it); the class path by the names and sizes of Spark's jars.
+    """
+    digest = hashlib.sha256(str(java).encode())
+    for lib in sorted(java.parent.parent.glob("lib/server/libjvm.*")):
+        stat = lib.stat()
+        digest.update(f"{lib.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    for jar in sorted((home / "jars").glob("*.jar")):
+        digest.update(f"{jar.name}:{jar.stat().st_size}".encode())
+    return digest.hexdigest()[:16]
+
+
+def archive_path(settings: Settings, environ: Mapping[str, str] | None = None) -> Path | None:
+    """This JDK's and this Spark's archive file (it may not exist yet); None when archives are off
+    or no ``java`` or Spark is found."""
+    directory = settings.spark.class_archive_dir
+    java = java_binary(environ)
+    home = spark_home(environ)
+    if directory is None or java is None or home is None:
+        return None
+    return Path(directory) / f"spark-driver-{archive_key(java, home)}.jsa"
+
+
+def driver_java_options(settings: Settings, environ: Mapping[str, str] | None = None) -> str | None:
+    """The driver JVM's options that map the archive, when it exists; else None."""
+    path = archive_path(settings, environ)
+    if path is None or not path.is_file():
+        return None
+    return f"-XX:SharedArchiveFile={path} {QUIET}"
+
+
+def with_driver_options(conf: Mapping[str, str], options: str | None) -> dict[str, str]:
+    """``conf`` with ``options`` appended to the driver's Java options, unless the conf already
+    chooses its own class sharing (``-XX:SharedArchiveFile``, ``-Xshare``, ``-XX:ArchiveClassesAtExit``)."""
+    merged = dict(conf)
+    if not options:
+        return merged
+    current = merged.get(DRIVER_OPTIONS, "")
+    if any(flag in current for flag in ("SharedArchiveFile", "-Xshare", "ArchiveClassesAtExit")):
+        return merged
+    merged[DRIVER_OPTIONS] = f"{current} {options}".strip()
+    return merged
+
+
+def build(settings: Settings, *, force: bool = False) -> tuple[Path, bool]:
+    """Train this JDK's and Spark's archive unless it exists (or ``force``); returns (path, built).
+
+    Archives of other keys in the directory (an older JDK or Spark) are removed once the new one is
+    in place. Raises :class:`SetupError` when archives are off or the training fails (with the tail
+    of its output).
+    """
+    path = archive_path(settings)
+    if path is None:
+        raise SetupError(
+            "no class archive to build: WIDEHOUSE_SPARK_CLASS_ARCHIVE_DIR is off, or no java (JAVA_HOME "
+            "or PATH) or pyspark was found"
+        )
+    if path.is_file() and not force:
+        return path, False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f"{path.stem}.{os.getpid()}.partial")
+    partial.unlink(missing_ok=True)
+    # the training's own session must not map an archive while it writes one
+    env = {**os.environ, "WIDEHOUSE_SPARK_CLASS_ARCHIVE_DIR": "off"}
+    command = [sys.executable, "-m", "widehouse.spark.class_archive_training", str(partial)]
+    try:
+        done = subprocess.run(
+            command, env=env, capture_output=True, text=True, timeout=TRAINING_TIMEOUT_S, check=False
+        )
+    except subprocess.TimeoutExpired as exc:
+        partial.unlink(missing_ok=True)
+        raise SetupError(f"training the class archive took over {TRAINING_TIMEOUT_S:.0f} s") from exc
+    if done.returncode != 0 or not partial.is_file() or partial.stat().st_size == 0:
+        partial.unlink(missing_ok=True)
+        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
+        raise SetupError(
+            f"training the class archive failed (exit {done.returncode}, no archive at {partial}):\n{tail}"
+        )
+    os.replace(partial, path)
+    for other in path.parent.glob("spark-driver-*.jsa"):
+        if other != path:
+            other.unlink(missing_ok=True)
+    return path, True
