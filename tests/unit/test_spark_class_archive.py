@@ -108,3 +108,17 @@ def test_a_failed_training_leaves_no_archive_and_says_why(
     with pytest.raises(SetupError, match=r"training the class archive failed \(exit [1-9]"):
         class_archive.build(settings)
     assert list((tmp_path / "spark-cds").iterdir()) == []
+
+
+def test_unfinished_archives_of_an_interrupted_training_are_removed_once_old(tmp_path: Path) -> None:
+    old = tmp_path / "spark-driver-0123456789abcdef.4242.partial"
+    young = tmp_path / "spark-driver-0123456789abcdef.4343.partial"
+    done = tmp_path / "spark-driver-0123456789abcdef.jsa"
+    for path in (old, young, done):
+        path.write_bytes(b"x")
+    now = 1_800_000_000.0
+    os.utime(old, (now - 301, now - 301))  # older than a training may take: abandoned
+    os.utime(young, (now - 10, now - 10))  # a training that may still be running
+    os.utime(done, (now - 10_000, now - 10_000))
+    assert class_archive.remove_abandoned(tmp_path, now) == [old]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([young.name, done.name])

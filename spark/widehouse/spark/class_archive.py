@@ -29,6 +29,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -124,6 +125,7 @@ def build(settings: Settings, *, force: bool = False) -> tuple[Path, bool]:
     if path.is_file() and not force:
         return path, False
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_abandoned(path.parent)
     partial = path.with_name(f"{path.stem}.{os.getpid()}.partial")
     partial.unlink(missing_ok=True)
     # the training's own session must not map an archive while it writes one
@@ -147,3 +149,22 @@ def build(settings: Settings, *, force: bool = False) -> tuple[Path, bool]:
         if other != path:
             other.unlink(missing_ok=True)
     return path, True
+
+
+def remove_abandoned(directory: Path, now: float | None = None) -> list[Path]:
+    """Remove archives a training left unfinished (``*.partial``) older than a training may take.
+
+    An interrupted ``widehouse spark archive`` kills its training process, but that process's JVM
+    still writes its archive (~200 MB) as it exits, to a ``.partial`` nobody moves into place.
+    Younger ones may belong to a training still running. Returns the files removed.
+    """
+    cutoff = (time.time() if now is None else now) - TRAINING_TIMEOUT_S
+    removed = []
+    for stale in sorted(directory.glob("spark-driver-*.partial")):
+        try:
+            if stale.stat().st_mtime < cutoff:
+                stale.unlink()
+                removed.append(stale)
+        except FileNotFoundError:  # another training removed or moved it meanwhile
+            continue
+    return removed
