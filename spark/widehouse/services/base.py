@@ -83,10 +83,16 @@ class LocalService(ABC):
         return self.process
 
 
+def find_java(java_home: str | None, path: str | None = None) -> str | None:
+    """``<java_home>/bin/java``, else the ``java`` on ``path`` (default: ``PATH``); None if absent."""
+    candidate = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java", path=path)
+    return candidate if candidate and Path(candidate).exists() else None
+
+
 def java_bin(local: LocalServicesSettings) -> str:
     """The java executable for the local services (JDK 17 or newer)."""
-    candidate = str(Path(local.java_home) / "bin" / "java") if local.java_home else shutil.which("java")
-    if not candidate or not Path(candidate).exists():
+    candidate = find_java(local.java_home)
+    if candidate is None:
         raise SetupError(
             "no java found: install a JDK 17+ (Debian: apt-get install openjdk-17-jdk-headless) "
             "or set WIDEHOUSE_JAVA_HOME"

@@ -24,9 +24,7 @@ the archive (their class path is the cluster's); on ``local[*]`` they run in the
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -34,6 +32,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from widehouse.errors import SetupError
+from widehouse.services.base import find_java
+from widehouse.services.spark_cluster import spark_home as installed_spark_home
 from widehouse.settings import Settings
 
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
@@ -46,11 +46,8 @@ TRAINING_TIMEOUT_S = 300.0
 def java_binary(environ: Mapping[str, str] | None = None) -> Path | None:
     """The ``java`` Spark's launcher runs: ``$JAVA_HOME/bin/java``, else the one on PATH (resolved)."""
     env = os.environ if environ is None else environ
-    home = env.get("JAVA_HOME")
-    found = str(Path(home, "bin", "java")) if home else shutil.which("java", path=env.get("PATH"))
-    if not found or not Path(found).exists():
-        return None
-    return Path(found).resolve()
+    found = find_java(env.get("JAVA_HOME"), env.get("PATH"))
+    return Path(found).resolve() if found else None
 
 
 def spark_home(environ: Mapping[str, str] | None = None) -> Path | None:
@@ -58,8 +55,10 @@ def spark_home(environ: Mapping[str, str] | None = None) -> Path | None:
     env = os.environ if environ is None else environ
     if env.get("SPARK_HOME"):
         return Path(env["SPARK_HOME"])
-    spec = importlib.util.find_spec("pyspark")
-    return Path(spec.origin).parent if spec is not None and spec.origin else None
+    try:
+        return installed_spark_home()
+    except SetupError:  # no pyspark here: no archive, the driver (if any) starts as before
+        return None
 
 
 def archive_key(java: Path, home: Path) -> str:
