@@ -103,6 +103,40 @@ def test_admin_errors_name_the_request_and_pulsar_answer(services: Settings) -> 
     assert "answered 4" in message
 
 
+def test_entries_are_examined_from_their_headers_and_refusals_keep_the_broker_reason(
+    services: Settings, topic: TopicName
+) -> None:
+    """examine and entry_info ask with HEAD (no entry body, no gzip): the position, the broker
+    index and the batch size still come back, and a refusal still says what the broker said."""
+    from widehouse.errors import PulsarError
+    from widehouse.pulsar.admin import TopicNotFoundError
+
+    client = pulsar_client.connect(services.pulsar)
+    try:
+        producer = client.create_producer(
+            str(topic), batching_enabled=True, batching_max_messages=3, batching_max_publish_delay_ms=10
+        )
+        for i in range(6):  # two entries of three messages
+            producer.send_async(f"m{i}".encode(), None)
+        producer.flush()
+        producer.close()
+    finally:
+        client.close()
+    with PulsarAdmin(services.pulsar) as admin:
+        first = admin.examine(topic, "earliest")
+        last = admin.examine(topic, "latest")
+        assert first is not None and last is not None
+        assert (first.messages, last.messages) == (3, 3)
+        assert last.index == 5 and last.first_index == 3  # the broker numbers messages from 0
+        again = admin.entry_info(topic, first.position.ledger, first.position.entry)
+        assert (again.position, again.index, again.messages) == (first.position, 2, 3)
+        with pytest.raises(PulsarError, match=r"HEAD .*answered 500: LastConfirmedEntry is"):
+            admin.entry_info(topic, first.position.ledger, 10_000)
+        missing = TopicName.parse(f"persistent://widehouse-it/core/absent-{uuid.uuid4().hex[:8]}")
+        with pytest.raises(TopicNotFoundError, match=r"not found: Topic .*absent-.* not found"):
+            admin.examine(missing, "latest")
+
+
 _EXIT_PROBE = """
 import sys
 from widehouse.pulsar import client as pulsar_client

@@ -121,7 +121,7 @@ class PulsarAdmin:
         if refused is not None:
             raise refused
         if response.status_code not in ok:
-            reason = response.text.strip()[:500]
+            reason = _reason(response)[:500]
             raise PulsarError(f"Pulsar admin {method} {shown} answered {response.status_code}: {reason}")
         return response
 
@@ -242,9 +242,10 @@ class PulsarAdmin:
         """
         path = f"{_topic(topic).rest_path}/examinemessage"
         params = {"initialPosition": which, "messagePosition": 1}
-        response = self.response("GET", path, params=params, ok=(200, 404, 412))
+        # HEAD: the answer is in the headers; a GET would also send the entry (gzipped: broker CPU)
+        response = self.response("HEAD", path, params=params, ok=(200, 404, 412))
         if response.status_code == 404:
-            raise TopicNotFoundError(f"topic {topic} not found: {response.text.strip()[:200]}")
+            raise TopicNotFoundError(f"topic {topic} not found: {_reason(response)[:200]}")
         if response.status_code == 412:  # "the total message is zero"
             return None
         return _entry_info(topic, response)
@@ -252,7 +253,7 @@ class PulsarAdmin:
     def entry_info(self, topic: TopicName | str, ledger: int, entry: int) -> EntryInfo:
         """Position, broker index and message count of one entry (it must exist)."""
         path = f"{_topic(topic).rest_path}/ledger/{ledger}/entry/{entry}"
-        return _entry_info(topic, self.response("GET", path))
+        return _entry_info(topic, self.response("HEAD", path))  # headers only, as in examine
 
     def message_id_at(self, topic: TopicName | str, publish_ms: int) -> Position:
         """Position of the first entry published at or after ``publish_ms`` (epoch ms); past the
@@ -422,6 +423,11 @@ def _entry_info(topic: TopicName | str, response: requests.Response) -> EntryInf
         return EntryInfo(Position(ledger, entry), int(index), max(1, messages))
     except ValueError as exc:
         raise PulsarError(f"unexpected entry headers for {topic}: {dict(response.headers)}") from exc
+
+
+def _reason(response: requests.Response) -> str:
+    """The broker's reason for a refusal: the body, else (a HEAD's answer) the status line's."""
+    return response.text.strip() or (response.reason or "").strip()
 
 
 def _topic(topic: TopicName | str) -> TopicName:
