@@ -26,7 +26,7 @@ help: ## list the commands
 
 setup: $(PY_STAMP) $(PULSAR_STAMP) $(HBASE_STAMP) $(DELTA_STAMP) ## create .venv, install pinned deps, resolve Pulsar/HBase/Delta jars (idempotent)
 	@scripts/ensure-chromium
-	@$(VENV)/bin/widehouse spark archive || echo "setup: the Spark driver's class archive was not built (Spark jobs start ~2 s slower); see above" >&2
+	@$(VENV)/bin/widehouse spark archive || echo "setup: Spark's start-up caches were not all built (Spark jobs start slower); see above" >&2
 	@echo "setup: done (venv $(VENV), JVM parts in $(VENDOR))"
 
 $(PY_STAMP): requirements.txt requirements-dev.txt constraints.txt pyproject.toml

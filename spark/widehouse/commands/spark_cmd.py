@@ -1,6 +1,8 @@
 """``widehouse spark package``: build what jobs ship to a cluster's executors (see
 :mod:`widehouse.spark.shipping` for the two artefacts and when to use which); ``widehouse spark
-archive``: train the driver JVM's class-data-sharing archive (:mod:`widehouse.spark.class_archive`).
+archive``: Spark's start-up caches: the bytecode of Spark's Python zips
+(:mod:`widehouse.spark.python_zips`), then the driver JVM's class-data-sharing archive
+(:mod:`widehouse.spark.class_archive`).
 """
 
 from __future__ import annotations
@@ -13,17 +15,18 @@ from typing import Any
 from widehouse import paths
 from widehouse.errors import ConfigError
 from widehouse.settings import Settings
-from widehouse.spark import class_archive, shipping
+from widehouse.spark import class_archive, python_zips, shipping
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "spark",
-        help="Spark helpers (package: what jobs ship to a cluster; archive: the driver's class archive)",
+        help="Spark helpers (package: what jobs ship to a cluster; archive: Spark's start-up caches)",
         description="`package` builds the widehouse wheel (for WIDEHOUSE_SPARK_PY_FILES) and a packed "
         "executor environment (for WIDEHOUSE_SPARK_ARCHIVE) and prints the settings that use them. "
-        "`archive` trains the driver JVM's class-data-sharing archive for this JDK and Spark (in "
-        "WIDEHOUSE_SPARK_CLASS_ARCHIVE_DIR; `make setup` runs it).",
+        "`archive` adds bytecode to Spark's Python zips (so Spark's Python processes import pyspark "
+        "without compiling it) and trains the driver JVM's class-data-sharing archive for this JDK and "
+        "Spark (in WIDEHOUSE_SPARK_CLASS_ARCHIVE_DIR); `make setup` runs it.",
     )
     actions = parser.add_subparsers(dest="spark_action", required=True)
     pack = actions.add_parser("package", help="build the wheel and the packed executor environment")
@@ -33,9 +36,10 @@ def register(subparsers: Any) -> None:
     pack.add_argument("--wheel-only", action="store_true", help="skip the packed environment")
     pack.set_defaults(func=run)
     archive = actions.add_parser(
-        "archive", help="train the driver JVM's class-data-sharing archive (no-op when it exists)"
+        "archive",
+        help="compile Spark's Python zips and train the driver JVM's class archive (no-op when done)",
     )
-    archive.add_argument("--force", action="store_true", help="train it again even if it exists")
+    archive.add_argument("--force", action="store_true", help="train the class archive again")
     archive.set_defaults(func=run_archive)
 
 
@@ -55,6 +59,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_archive(args: argparse.Namespace, settings: Settings) -> int:
+    t0 = time.monotonic()
+    for path, compiled in python_zips.compile_zips():
+        state = f"{compiled:,} modules compiled in {time.monotonic() - t0:.1f}s" if compiled else "up to date"
+        print(f"bytecode of {path.name}: {state} ({path})")
     if settings.spark.class_archive_dir is None:
         print("class archives are off (WIDEHOUSE_SPARK_CLASS_ARCHIVE_DIR=off): nothing to build")
         return 0

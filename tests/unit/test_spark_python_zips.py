@@ -1,0 +1,162 @@
+"""Spark's Python zips with bytecode: imported without compiling, never shadowing a changed source."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from widehouse.errors import SetupError
+from widehouse.spark import python_zips
+from widehouse.spark.class_archive import spark_home
+from widehouse.spark.python_zips import MARKER, compile_zip, is_compiled
+
+SOURCES = {
+    "pkg/__init__.py": b"NAME = 'pkg'\n",
+    "pkg/mod.py": b"VALUE = 41 + 1\n\ndef fail():\n    raise RuntimeError('from mod')\n",
+    "pkg/data.txt": b"not python",
+}
+
+# Imports from the zip in a fresh interpreter where zipimport cannot compile a source: only
+# bytecode found in the zip can be imported. Prints what the module holds and where it came from.
+NO_COMPILING = """
+import sys, zipimport
+def refuse(pathname, source):
+    raise AssertionError(f"compiled {pathname}")
+if sys.argv[2] == "refuse":
+    zipimport._compile_source = refuse
+sys.path.insert(0, sys.argv[1])
+import pkg.mod
+print(pkg.mod.VALUE, pkg.mod.__file__.rsplit("/", 1)[-1])
+"""
+
+
+def _zip(path: Path, members: dict[str, bytes]) -> Path:
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(zipfile.ZipInfo("pkg/"), b"")
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return path
+
+
+def _members(path: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(path) as archive:
+        return {info.filename: archive.read(info) for info in archive.infolist()}
+
+
+def _import(path: Path, mode: str = "refuse") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", NO_COMPILING, str(path), mode], capture_output=True, text=True, check=False
+    )
+
+
+def test_a_compiled_zip_imports_without_compiling_and_keeps_its_entries(tmp_path: Path) -> None:
+    path = _zip(tmp_path / "pyspark.zip", SOURCES)
+    assert _import(path).returncode != 0  # plain zip: zipimport must compile the sources
+    before = _members(path)
+    assert compile_zip(path) == 2
+    after = _members(path)
+    assert {k: v for k, v in after.items() if k in before} == before  # every entry as it was
+    assert set(after) - set(before) == {"pkg/__init__.pyc", "pkg/mod.pyc", MARKER}
+    done = _import(path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["42", "mod.pyc"]
+    assert is_compiled(path)
+
+
+def test_tracebacks_still_show_the_source_lines(tmp_path: Path) -> None:
+    path = _zip(tmp_path / "pyspark.zip", SOURCES)
+    compile_zip(path)
+    # as a Spark worker reports a task's error: traceback.format_exc, source lines from the loader
+    probe = (
+        f"import sys, traceback; sys.path.insert(0, {str(path)!r}); import pkg.mod\n"
+        "try:\n    pkg.mod.fail()\nexcept RuntimeError:\n    print(traceback.format_exc())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
+    assert f'File "{path}/pkg/mod.py", line 4, in fail' in done.stdout
+    assert "raise RuntimeError('from mod')" in done.stdout
+
+
+def test_compiling_again_leaves_a_compiled_zip_alone(tmp_path: Path) -> None:
+    path = _zip(tmp_path / "pyspark.zip", SOURCES)
+    compile_zip(path)
+    stamp = path.stat().st_mtime_ns, path.stat().st_ino
+    assert compile_zip(path) == 0
+    assert (path.stat().st_mtime_ns, path.stat().st_ino) == stamp
+
+
+def test_bytecode_that_no_longer_matches_its_source_is_not_used(tmp_path: Path) -> None:
+    path = _zip(tmp_path / "pyspark.zip", SOURCES)
+    compile_zip(path)
+    members = _members(path)
+    members["pkg/mod.py"] = b"VALUE = 7\n"  # the source changed, its .pyc did not
+    del members["pkg/"]
+    _zip(path, members)
+    done = _import(path, mode="allow")
+    assert done.stdout.split() == ["7", "mod.py"], done.stderr
+
+
+def test_another_pythons_bytecode_falls_back_to_the_source_and_is_compiled_again(tmp_path: Path) -> None:
+    path = _zip(tmp_path / "pyspark.zip", SOURCES)
+    compile_zip(path)
+    members = _members(path)
+    for name in ("pkg/__init__.pyc", "pkg/mod.pyc"):
+        members[name] = b"\x00\x00\r\n" + members[name][4:]  # another interpreter's magic number
+    members[MARKER] = b"00000d0a\n"
+    del members["pkg/"]
+    _zip(path, members)
+    assert not is_compiled(path)
+    assert _import(path, mode="allow").stdout.split() == ["42", "mod.py"]  # the source, as without bytecode
+    assert compile_zip(path) == 2
+    with zipfile.ZipFile(path) as archive:
+        names = archive.namelist()
+    assert len(names) == len(set(names))  # the foreign .pyc files were replaced, not added twice
+    assert _import(path).stdout.split() == ["42", "mod.pyc"]
+
+
+def test_a_source_that_does_not_compile_gets_no_bytecode(tmp_path: Path) -> None:
+    path = _zip(tmp_path / "pyspark.zip", {**SOURCES, "pkg/broken.py": b"def (:\n"})
+    assert compile_zip(path) == 2
+    assert "pkg/broken.pyc" not in _members(path)
+
+
+def test_bytecode_shipped_without_its_source_is_kept(tmp_path: Path) -> None:
+    lone = b"\x00\x00\r\nsourceless module"
+    path = _zip(tmp_path / "pyspark.zip", {**SOURCES, "pkg/only.pyc": lone})
+    assert compile_zip(path) == 2
+    assert _members(path)["pkg/only.pyc"] == lone
+
+
+def test_a_file_that_is_not_a_zip_is_a_setup_error_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "pyspark.zip"
+    path.write_bytes(b"not a zip")
+    with pytest.raises(SetupError, match=f"cannot add bytecode to {path}"):
+        compile_zip(path)
+    assert path.read_bytes() == b"not a zip"
+    assert os.listdir(tmp_path) == ["pyspark.zip"]  # no temporary file left behind
+
+
+def test_the_installed_sparks_zips_hold_this_pythons_bytecode() -> None:
+    """`make setup` compiles them (``widehouse spark archive``): a source runner's imports compile
+    nothing from pyspark's zip."""
+    home = spark_home()
+    assert home is not None
+    zips = python_zips.spark_python_zips(home)
+    assert [p.name for p in zips if p.name.startswith("pyspark")] == ["pyspark.zip"]
+    assert all(is_compiled(p) for p in zips), "run `widehouse spark archive` (make setup does)"
+    probe = (
+        "import sys, zipimport\n"
+        "def refuse(pathname, source):\n"
+        "    raise AssertionError(f'compiled {pathname}')\n"
+        "zipimport._compile_source = refuse\n"
+        "import pyspark.sql.streaming.python_streaming_source_runner, pyspark.daemon, pyspark.worker\n"
+        "import pyspark; print(pyspark.__file__)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(p) for p in zips)}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().endswith("pyspark.zip/pyspark/__init__.pyc")
