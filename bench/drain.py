@@ -24,7 +24,7 @@ Snapshot = dict[int, tuple[str, float]]
 """CPU seconds so far by pid: (process family, seconds)."""
 
 
-def _family(cmdline: list[str]) -> str:
+def _family(cmdline: list[str]) -> str:  # noqa: PLR0911 (one return per family)
     cmd = " ".join(cmdline)
     if "java" in cmd and "pulsar" in cmd:
         return "pulsar broker"
@@ -32,6 +32,9 @@ def _family(cmdline: list[str]) -> str:
         return "hbase"
     if "widehouse.clickhouse.server" in cmd:
         return "clickhouse service"
+    if "python_streaming_source_runner" in cmd or "pyspark.sql.worker." in cmd:
+        # each query's source runner (offsets, planning, commits) and the data source's planners
+        return "python planners"
     if "pyspark.daemon" in cmd or "pyspark.worker" in cmd or "pyspark/daemon" in cmd:
         return "python workers"
     if "java" in cmd and "spark" in cmd.lower():
@@ -39,16 +42,22 @@ def _family(cmdline: list[str]) -> str:
     return ""
 
 
-def cpu_snapshot() -> Snapshot:
-    """CPU seconds so far of every process of a known family, by pid (this process as "driver")."""
+def cpu_snapshot(families: dict[int, str] | None = None) -> Snapshot:
+    """CPU seconds so far of every process of a known family, by pid (this process as "driver");
+    ``families`` keeps each pid's family between calls (reading command lines is the costly part)."""
     import os
 
     import psutil
 
+    known = {} if families is None else families
     out = {}
     for process in psutil.process_iter():
         try:
-            family = "driver (this process)" if process.pid == os.getpid() else _family(process.cmdline())
+            family = known.get(process.pid)
+            if family is None:
+                family = "driver (this process)" if process.pid == os.getpid() else _family(process.cmdline())
+                if process.cmdline() or family:  # a process still starting has no command line yet
+                    known[process.pid] = family
             if family:
                 times = process.cpu_times()
                 out[process.pid] = (family, times.user + times.system)
@@ -64,6 +73,35 @@ def cpu_between(
     for pid, (family, seconds) in after.items():
         spent[family] = spent.get(family, 0.0) + seconds - before.get(pid, (family, 0.0))[1]
     return dict(sorted(spent.items(), key=lambda item: -item[1]))
+
+
+class CpuSampler:
+    """The CPU seconds of every process of a known family over a run, including processes that
+    start and exit within it (a query's source runner lives as long as its query): sampled every
+    ``interval`` seconds, each process counted at its last sample (at most ``interval`` of a short
+    process's CPU is missed)."""
+
+    def __init__(self, interval: float = 0.25) -> None:
+        import threading
+
+        self.interval = interval
+        self.families: dict[int, str] = {}
+        self.before = cpu_snapshot(self.families)
+        self.seen: Snapshot = dict(self.before)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="bench-cpu-sampler", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.seen.update(cpu_snapshot(self.families))
+
+    def spent(self) -> dict[str, float]:
+        """Stop sampling; CPU seconds per family since the sampler started."""
+        self._stop.set()
+        self._thread.join()
+        self.seen.update(cpu_snapshot(self.families))
+        return cpu_between(self.before, self.seen)
 
 
 def measure(events: int, groups: int, repeat: int, max_messages: int | None) -> dict[str, Any]:
@@ -82,9 +120,9 @@ def measure(events: int, groups: int, repeat: int, max_messages: int | None) -> 
         env = {"WIDEHOUSE_STREAM_MAX_MESSAGES": str(max_messages)} if max_messages else {}
         runs = []
         for i in range(repeat):
-            before = cpu_snapshot()
+            sampler = CpuSampler()
             run = drain_app(bench, f"d{i}", suffix, topics, groups, part=f"drain{i}", **env)
-            run["cpu"] = cpu_between(before, cpu_snapshot())
+            run["cpu"] = sampler.spent()
             run["check"] = _check(run.pop("app_obj"), manifest)
             runs.append(run)
         return {"events": events, "groups": groups, "max_messages": max_messages, "runs": runs}
