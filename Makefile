@@ -26,6 +26,9 @@ help: ## list the commands
 
 setup: $(PY_STAMP) $(PULSAR_STAMP) $(HBASE_STAMP) $(DELTA_STAMP) ## create .venv, install pinned deps, resolve Pulsar/HBase/Delta jars (idempotent)
 	@scripts/ensure-chromium
+	@# bytecode of the editable package, also where PYTHONDONTWRITEBYTECODE is set: each Python process
+	@# Spark starts imports widehouse instead of compiling it (its edited modules compile as before)
+	@$(PY) -m compileall -q spark/widehouse
 	@$(VENV)/bin/widehouse spark archive || echo "setup: Spark's start-up caches were not all built (Spark jobs start slower); see above" >&2
 	@echo "setup: done (venv $(VENV), JVM parts in $(VENDOR))"
 

@@ -44,7 +44,8 @@ def _family(cmdline: list[str]) -> str:  # noqa: PLR0911 (one return per family)
 
 def cpu_snapshot(families: dict[int, str] | None = None) -> Snapshot:
     """CPU seconds so far of every process of a known family, by pid (this process as "driver");
-    ``families`` keeps each pid's family between calls (reading command lines is the costly part)."""
+    ``families`` keeps the known family of each pid between calls. Other processes are looked at
+    again each time: ``spark-submit`` is a shell script that becomes the driver JVM (same pid)."""
     import os
 
     import psutil
@@ -56,7 +57,7 @@ def cpu_snapshot(families: dict[int, str] | None = None) -> Snapshot:
             family = known.get(process.pid)
             if family is None:
                 family = "driver (this process)" if process.pid == os.getpid() else _family(process.cmdline())
-                if process.cmdline() or family:  # a process still starting has no command line yet
+                if family:
                     known[process.pid] = family
             if family:
                 times = process.cpu_times()
