@@ -160,3 +160,51 @@ def test_the_installed_sparks_zips_hold_this_pythons_bytecode() -> None:
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().endswith("pyspark.zip/pyspark/__init__.pyc")
+
+
+def _spark_home(root: Path, zip_bytes: bytes | None = None) -> Path:
+    """A stand-in Spark home whose ``python/lib`` holds one zip (``zip_bytes``, else a real one)."""
+    lib = root / "spark" / "python" / "lib"
+    lib.mkdir(parents=True)
+    if zip_bytes is None:
+        _zip(lib / "pyspark.zip", SOURCES)
+    else:
+        (lib / "pyspark.zip").write_bytes(zip_bytes)
+    return root / "spark"
+
+
+def _archive_cli(home: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "SPARK_HOME": str(home),
+        "WIDEHOUSE_STATE_DIR": str(tmp_path / "state"),
+        "WIDEHOUSE_SPARK_CLASS_ARCHIVE_DIR": "off",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "widehouse", "spark", "archive"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_archive_command_compiles_the_zips_and_says_so(tmp_path: Path) -> None:
+    home = _spark_home(tmp_path)
+    first = _archive_cli(home, tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert f"bytecode of pyspark.zip: 2 modules compiled ({home}/python/lib/pyspark.zip)" in first.stdout
+    assert is_compiled(home / "python" / "lib" / "pyspark.zip")
+    again = _archive_cli(home, tmp_path)
+    assert "bytecode of pyspark.zip: up to date" in again.stdout
+
+
+def test_a_zip_that_cannot_be_compiled_fails_the_command_naming_it_and_the_archive_still_runs(
+    tmp_path: Path,
+) -> None:
+    home = _spark_home(tmp_path, b"not a zip")
+    done = _archive_cli(home, tmp_path)
+    assert done.returncode == 1
+    assert f"cannot add bytecode to {home}/python/lib/pyspark.zip" in done.stderr
+    assert "class archives are off" in done.stdout  # the next step still ran

@@ -8,12 +8,13 @@ archive``: Spark's start-up caches: the bytecode of Spark's Python zips
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from widehouse import paths
-from widehouse.errors import ConfigError
+from widehouse.errors import ConfigError, SetupError
 from widehouse.settings import Settings
 from widehouse.spark import class_archive, python_zips, shipping
 
@@ -59,17 +60,28 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_archive(args: argparse.Namespace, settings: Settings) -> int:
+    """The bytecode of Spark's Python zips, then the class archive; a failure of the first is
+    reported (exit code 1) without keeping the second from being built."""
+    status = 0
     t0 = time.monotonic()
-    for path, compiled in python_zips.compile_zips():
-        state = f"{compiled:,} modules compiled in {time.monotonic() - t0:.1f}s" if compiled else "up to date"
-        print(f"bytecode of {path.name}: {state} ({path})")
+    try:
+        zips = python_zips.compile_zips()
+    except SetupError as exc:
+        print(f"bytecode of Spark's Python zips not added: {exc}", file=sys.stderr)
+        status = 1
+    else:
+        for path, compiled in zips:
+            state = f"{compiled:,} modules compiled" if compiled else "up to date"
+            print(f"bytecode of {path.name}: {state} ({path})")
+        if any(compiled for _, compiled in zips):
+            print(f"Spark's Python zips compiled in {time.monotonic() - t0:.1f}s")
     if settings.spark.class_archive_dir is None:
         print("class archives are off (WIDEHOUSE_SPARK_CLASS_ARCHIVE_DIR=off): nothing to build")
-        return 0
+        return status
     t0 = time.monotonic()
     path, built = class_archive.build(settings, force=args.force)
     if built:
         print(f"class archive built in {time.monotonic() - t0:.1f}s: {path}")
     else:
         print(f"class archive up to date: {path}")
-    return 0
+    return status
