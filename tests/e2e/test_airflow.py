@@ -167,7 +167,13 @@ def test_a_replan_that_moves_a_topic_stays_exact(
     g001_pid = int((streams / "g001" / "stream.pid").read_text().split()[0])  # before the plan changes
     ts = int(time.time() * 1000) - 30_000
     before = [gift_message(NEW_UID, ts + i, d) for i, d in enumerate((10, 99, 1314))]
-    deployment.publish_messages(before)  # g001's (read before its stop, or by the finishing run)
+    deployment.publish_messages(before)
+    # g001 reads them before the plan changes: left unread at its stop they would be g002's, and the
+    # assertion that g002 reads only what came after it would depend on g001's trigger timing
+    deadline = time.monotonic() + 300
+    while _gifts(deployment) != (3, 10 + 99 + 1314):
+        assert time.monotonic() < deadline, f"g001 did not read the gifts: {_gifts(deployment)}"
+        time.sleep(2)
     names = {origin: name for name, origin in deployment.topic_origins.items()}
     gift = names[GIFT]
     old = load_plan(deployment.settings.state_dir / "plan.json")
@@ -196,16 +202,10 @@ def test_a_replan_that_moves_a_topic_stays_exact(
     deployment.publish_messages(after)  # only g002 reads gift_send now
 
     deadline = time.monotonic() + 900
-    while True:
-        rows = deployment.clickhouse(
-            "SELECT sum(gifts_sent) AS n, sum(gift_diamonds_sent) AS d FROM user_hourly_merged "
-            f"WHERE uid = {NEW_UID}"
-        )
-        if rows and rows[0]["n"] == 5:
-            break
-        assert time.monotonic() < deadline, f"the moved topic's gifts did not all arrive: {rows}"
+    while (gifts := _gifts(deployment))[0] != 5:
+        assert time.monotonic() < deadline, f"the moved topic's gifts did not all arrive: {gifts}"
         time.sleep(10)
-    assert rows[0]["d"] == 10 + 99 + 1314 + 7 + 1
+    assert gifts[1] == 10 + 99 + 1314 + 7 + 1
     read = deployment.clickhouse(
         "SELECT sum(rows_in) AS n FROM stream_progress FINAL WHERE `group` = 'g002' AND topic != '*'"
     )
@@ -216,6 +216,15 @@ def test_a_replan_that_moves_a_topic_stays_exact(
 def _generated(rows: dict[tuple[Any, Any], dict[str, Any]]) -> dict[tuple[Any, Any], dict[str, Any]]:
     """The rows of the generator's users (the replan test's hand-written user is checked apart)."""
     return {key: row for key, row in rows.items() if int(key[0]) != NEW_UID}
+
+
+def _gifts(deployment: Deployment) -> tuple[int, int]:
+    """NEW_UID's gifts and diamonds sent, merged over every hour (ClickHouse)."""
+    rows = deployment.clickhouse(
+        "SELECT sum(gifts_sent) AS n, sum(gift_diamonds_sent) AS d FROM user_hourly_merged "
+        f"WHERE uid = {NEW_UID}"
+    )
+    return (int(rows[0]["n"] or 0), int(rows[0]["d"] or 0)) if rows else (0, 0)
 
 
 def wait_exact(deployment: Deployment, manifest: Manifest, timeout: float = 900) -> None:
