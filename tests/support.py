@@ -1,5 +1,6 @@
 """Helpers of tests in several suites: the checkout's catalog copied for a test that edits it,
-a Python subprocess that answers in JSON, and an environment without the session's settings."""
+a Python subprocess that answers in JSON, the ``widehouse`` command run as a user would, and an
+environment without the session's settings."""
 
 from __future__ import annotations
 
@@ -46,3 +47,15 @@ def json_of_python(args: list[str], env: Mapping[str, str], stdin: str | None = 
     )
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def run_cli(*args: str, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m widehouse *args`` in this environment plus ``env``, as a user would run it."""
+    return subprocess.run(
+        [sys.executable, "-m", "widehouse", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+        check=False,
+    )

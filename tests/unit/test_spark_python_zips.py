@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import run_cli
 from widehouse.errors import SetupError
 from widehouse.spark import python_zips
 from widehouse.spark.class_archive import spark_home
@@ -21,18 +22,22 @@ SOURCES = {
     "pkg/data.txt": b"not python",
 }
 
-# Imports from the zip in a fresh interpreter where zipimport cannot compile a source: only
-# bytecode found in the zip can be imported. Prints what the module holds and where it came from.
-NO_COMPILING = """
-import sys, zipimport
+REFUSE_COMPILING = """
+import zipimport
 def refuse(pathname, source):
     raise AssertionError(f"compiled {pathname}")
-if sys.argv[2] == "refuse":
-    zipimport._compile_source = refuse
+zipimport._compile_source = refuse
+"""
+"""Makes zipimport fail on any source it would compile: only bytecode in a zip can be imported."""
+
+IMPORT_PKG = """
+import sys
 sys.path.insert(0, sys.argv[1])
 import pkg.mod
 print(pkg.mod.VALUE, pkg.mod.__file__.rsplit("/", 1)[-1])
 """
+"""Imports from the zip given in a fresh interpreter; prints what the module holds and where it
+came from."""
 
 
 def _zip(path: Path, members: dict[str, bytes]) -> Path:
@@ -49,9 +54,10 @@ def _members(path: Path) -> dict[str, bytes]:
 
 
 def _import(path: Path, mode: str = "refuse") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", NO_COMPILING, str(path), mode], capture_output=True, text=True, check=False
-    )
+    """IMPORT_PKG from ``path``; with ``mode`` "refuse", from bytecode only (REFUSE_COMPILING)."""
+    script = (REFUSE_COMPILING if mode == "refuse" else "") + IMPORT_PKG
+    command = [sys.executable, "-c", script, str(path)]
+    return subprocess.run(command, capture_output=True, text=True, check=False)
 
 
 def test_a_compiled_zip_imports_without_compiling_and_keeps_its_entries(tmp_path: Path) -> None:
@@ -148,11 +154,7 @@ def test_the_installed_sparks_zips_hold_this_pythons_bytecode() -> None:
     zips = python_zips.spark_python_zips(home)
     assert [p.name for p in zips if p.name.startswith("pyspark")] == ["pyspark.zip"]
     assert all(is_compiled(p) for p in zips), "run `widehouse spark archive` (make setup does)"
-    probe = (
-        "import sys, zipimport\n"
-        "def refuse(pathname, source):\n"
-        "    raise AssertionError(f'compiled {pathname}')\n"
-        "zipimport._compile_source = refuse\n"
+    probe = REFUSE_COMPILING + (
         "import pyspark.sql.streaming.python_streaming_source_runner, pyspark.daemon, pyspark.worker\n"
         "import pyspark; print(pyspark.__file__)\n"
     )
@@ -175,19 +177,11 @@ def _spark_home(root: Path, zip_bytes: bytes | None = None) -> Path:
 
 def _archive_cli(home: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     env = {
-        **os.environ,
         "SPARK_HOME": str(home),
         "WIDEHOUSE_STATE_DIR": str(tmp_path / "state"),
         "WIDEHOUSE_SPARK_CLASS_ARCHIVE_DIR": "off",
     }
-    return subprocess.run(
-        [sys.executable, "-m", "widehouse", "spark", "archive"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
+    return run_cli("spark", "archive", env=env)
 
 
 def test_the_archive_command_compiles_the_zips_and_says_so(tmp_path: Path) -> None:

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from widehouse.errors import SetupError
+from widehouse.spark.class_archive import spark_home
 
 MARKER = "widehouse-bytecode.txt"
 """A member naming the Python bytecode version the zip's ``.pyc`` files are for."""
@@ -111,8 +112,6 @@ def compile_zip(path: Path) -> int:
 def compile_zips(environ: Mapping[str, str] | None = None) -> list[tuple[Path, int]]:
     """:func:`compile_zip` for the installed Spark's Python zips (``$SPARK_HOME``, else pyspark's);
     returns (zip, modules compiled) for each."""
-    from widehouse.spark.class_archive import spark_home
-
     home = spark_home(environ)
     if home is None:
         raise SetupError("no Spark found (SPARK_HOME or an installed pyspark): no Python zips to compile")
