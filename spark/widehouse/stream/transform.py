@@ -449,6 +449,8 @@ def transform(batches: Iterable[pa.RecordBatch | Messages], plan: TransformPlan)
 
 PACKED_SCHEMA = pa.schema([pa.field("wh_ipc", pa.binary())])
 """What :func:`transform_packed` yields: one Arrow IPC stream per output batch, in a binary cell."""
+PACKED_COMPRESSION = "lz4"
+"""Arrow IPC buffer compression of the packed cells (readers decompress by themselves)."""
 
 
 def transform_packed(
@@ -458,10 +460,16 @@ def transform_packed(
 
     The tagged output is wide (every table's columns) and sparse (a row fills one table's columns):
     handed to Spark as is, every cell crosses into Spark's rows and back into Arrow for ``toArrow``.
-    As one opaque cell per batch it crosses as bytes; :func:`unpack` restores the tagged table."""
+    As one opaque cell per batch it crosses as bytes; :func:`unpack` restores the tagged table.
+
+    The stream's buffers are LZ4-compressed (:data:`PACKED_COMPRESSION`): the sparse layout shrinks
+    ~20-25x (a 20,000-event batch of the demo catalog: ~6 MB -> ~0.3 MB), and Spark's JVM copies a
+    cell several times on its way to the driver (Python worker -> JVM, row, Arrow writer, task
+    result, driver socket), zeroing Arrow buffers of its size each time."""
+    options = pa.ipc.IpcWriteOptions(compression=PACKED_COMPRESSION)
     for batch in transform(batches, plan):
         sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, batch.schema) as writer:
+        with pa.ipc.new_stream(sink, batch.schema, options=options) as writer:
             writer.write_batch(batch)
         cell = pa.array([sink.getvalue().to_pybytes()], pa.binary())
         yield pa.RecordBatch.from_arrays([cell], schema=PACKED_SCHEMA)
