@@ -71,6 +71,7 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     "WIDEHOUSE_SPARK_PY_FILES": ("/w/widehouse.whl", ("/w/widehouse.whl",)),
     "WIDEHOUSE_SPARK_PYTHON": ("/opt/venv/bin/python", "/opt/venv/bin/python"),
     "WIDEHOUSE_SPARK_CLASS_ARCHIVE_DIR": ("/opt/widehouse/cds", "/opt/widehouse/cds"),
+    "WIDEHOUSE_SPARK_DRIVER_JIT": ("late-c2", "late-c2"),
     "WIDEHOUSE_SHARED_PATHS": ("true", True),
     "WIDEHOUSE_SPARK_MASTER_PORT": ("27077", 27077),
     "WIDEHOUSE_SPARK_MASTER_UI_PORT": ("27080", 27080),

@@ -340,6 +340,17 @@ def parse_class_archive_dir(value: str) -> str | None:
     return value
 
 
+DRIVER_JIT_PROFILES = ("auto", "c1", "late-c2", "tiered")
+"""How the driver JVM compiles (:mod:`widehouse.spark.jit` holds each profile's options)."""
+
+
+def parse_driver_jit(value: str) -> str:
+    profile = value.strip().lower()
+    if profile not in DRIVER_JIT_PROFILES:
+        raise ValueError(f"expected one of {', '.join(DRIVER_JIT_PROFILES)}")
+    return profile
+
+
 def parse_optional_command(value: str) -> str | None:
     """An executable path or name (no whitespace), or None for ``none``."""
     if value.lower() == "none":

@@ -24,6 +24,7 @@ from widehouse.private import private_dir
 from widehouse.services.metastore import list_databases
 from widehouse.settings import Settings
 from widehouse.spark.class_archive import driver_java_options, with_driver_options
+from widehouse.spark.jit import Workload, jit_profile, with_jit
 from widehouse.spark.shipping import ENV_NAME, ENV_PYTHON
 
 if TYPE_CHECKING:
@@ -195,15 +196,21 @@ def make_local_dirs(settings: Settings) -> None:
 
 
 def build_session(
-    settings: Settings, app_name: str, overrides: Mapping[str, str] | None = None
+    settings: Settings,
+    app_name: str,
+    overrides: Mapping[str, str] | None = None,
+    *,
+    workload: Workload = "batch",
 ) -> SparkSession:
-    """Get or create the process's SparkSession configured by :func:`spark_conf`."""
+    """Get or create the process's SparkSession configured by :func:`spark_conf`; ``workload``
+    picks the driver JVM's JIT profile under ``auto`` (:mod:`widehouse.spark.jit`)."""
     from pyspark.sql import SparkSession
 
     check_jars(settings)
     check_cluster(settings)
     # the driver JVM maps the class-data-sharing archive of this JDK and Spark, when one is built
     conf = with_driver_options(spark_conf(settings, app_name, overrides), driver_java_options(settings))
+    conf = with_jit(conf, jit_profile(settings.spark.driver_jit, workload))
     check_metastore(settings, conf)
     make_local_dirs(settings)
     jvm_cwd: Path | None = None
