@@ -30,11 +30,10 @@ from collections.abc import Mapping
 from typing import Literal
 
 from widehouse.settings.parsers import DRIVER_JIT_PROFILES
+from widehouse.spark.class_archive import DRIVER_OPTIONS
 
 Workload = Literal["stream", "batch"]
 """What a session is for: the stream app's micro-batches, or any other job."""
-
-DRIVER_OPTIONS = "spark.driver.extraJavaOptions"
 
 JIT_OPTIONS: dict[str, str] = {
     "c1": "-XX:TieredStopAtLevel=1",
