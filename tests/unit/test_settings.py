@@ -243,7 +243,7 @@ def test_documented_defaults() -> None:
     doc = {v.name: v.documented_default for v in VARIABLES}
     assert doc["WIDEHOUSE_DELTA_ROOT"] == "<state>/delta"
     assert doc["WIDEHOUSE_CLICKHOUSE_DSN"] == "http://<user>:<password>@127.0.0.1:<port>/<database>"
-    assert doc["WIDEHOUSE_PLAN_SLOT_CAPACITY"] == "40000000"
+    assert doc["WIDEHOUSE_PLAN_SLOT_CAPACITY"] == "46000000"
     assert doc["WIDEHOUSE_PLAN_TARGET_FILL"] == "0.8"
     assert doc["WIDEHOUSE_STREAM_SINKS"] == "clickhouse,delta"
     assert doc["WIDEHOUSE_SPARK_UI"] == "false"

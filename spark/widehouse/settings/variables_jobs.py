@@ -34,7 +34,7 @@ from widehouse.settings.parsers import (
 JOB_VARIABLES: tuple[Variable[Any], ...] = (
     Variable(
         "WIDEHOUSE_PLAN_SLOT_CAPACITY",
-        40_000_000.0,
+        46_000_000.0,
         values.parse_rate,
         "planner.slot_capacity",
         "Slot planner: load one core carries, in bytes/s (a message counts its bytes plus the message cost).",
