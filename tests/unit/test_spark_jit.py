@@ -11,7 +11,7 @@ import pytest
 from widehouse.errors import ConfigError
 from widehouse.settings import load_settings
 from widehouse.spark.class_archive import java_binary
-from widehouse.spark.jit import JIT_OPTIONS, jit_profile, with_jit
+from widehouse.spark.jit import JIT_OPTIONS, Workload, jit_profile, with_jit
 
 DERBY = {"spark.master": "local[*]", "spark.driver.extraJavaOptions": "-Dderby.system.home=/s/hive"}
 
@@ -33,8 +33,9 @@ def test_auto_is_c1_for_the_stream_and_tiered_for_other_jobs(tmp_path: Path) -> 
 def test_a_chosen_profile_holds_for_every_job(tmp_path: Path) -> None:
     settings = load_settings(_env(tmp_path, WIDEHOUSE_SPARK_DRIVER_JIT=" Late-C2 "))
     assert settings.spark.driver_jit == "late-c2"
-    for workload in ("stream", "batch"):
-        assert jit_profile(settings.spark.driver_jit, workload) == "late-c2"  # type: ignore[arg-type]
+    workloads: tuple[Workload, ...] = ("stream", "batch")
+    for workload in workloads:
+        assert jit_profile(settings.spark.driver_jit, workload) == "late-c2"
     late = with_jit({}, "late-c2")["spark.driver.extraJavaOptions"].split()
     assert late == [
         "-XX:Tier4InvocationThreshold=50000",
