@@ -95,14 +95,21 @@ def driver_java_options(settings: Settings, environ: Mapping[str, str] | None = 
     return f"-XX:SharedArchiveFile={path} {QUIET}"
 
 
-def with_driver_options(conf: Mapping[str, str], options: str | None) -> dict[str, str]:
-    """``conf`` with ``options`` appended to the driver's Java options, unless the conf already
-    chooses its own class sharing (``-XX:SharedArchiveFile``, ``-Xshare``, ``-XX:ArchiveClassesAtExit``)."""
+OWN_CLASS_SHARING = ("SharedArchiveFile", "-Xshare", "ArchiveClassesAtExit")
+"""Fragments of JVM options by which a user's own Java options already choose class sharing."""
+
+
+def with_driver_options(
+    conf: Mapping[str, str], options: str | None, unless: tuple[str, ...] = OWN_CLASS_SHARING
+) -> dict[str, str]:
+    """``conf`` with ``options`` appended to the driver's Java options, unless the conf's already
+    hold one of the fragments ``unless`` (the user's own choice wins; by default: class sharing,
+    ``-XX:SharedArchiveFile``, ``-Xshare``, ``-XX:ArchiveClassesAtExit``)."""
     merged = dict(conf)
     if not options:
         return merged
     current = merged.get(DRIVER_OPTIONS, "")
-    if any(flag in current for flag in ("SharedArchiveFile", "-Xshare", "ArchiveClassesAtExit")):
+    if any(flag in current for flag in unless):
         return merged
     merged[DRIVER_OPTIONS] = f"{current} {options}".strip()
     return merged

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from typing import Literal
 
 from widehouse.settings.parsers import DRIVER_JIT_PROFILES
-from widehouse.spark.class_archive import DRIVER_OPTIONS
+from widehouse.spark.class_archive import with_driver_options
 
 Workload = Literal["stream", "batch"]
 """What a session is for: the stream app's micro-batches, or any other job."""
@@ -70,10 +70,4 @@ def jit_profile(setting: str, workload: Workload) -> str:
 def with_jit(conf: Mapping[str, str], profile: str) -> dict[str, str]:
     """``conf`` with the ``profile``'s JIT options appended to the driver's Java options, unless the
     conf already chooses its own compilation (the user's choice wins)."""
-    merged = dict(conf)
-    options = JIT_OPTIONS[profile]
-    current = merged.get(DRIVER_OPTIONS, "")
-    if not options or any(flag in current for flag in _OWN_CHOICE):
-        return merged
-    merged[DRIVER_OPTIONS] = f"{current} {options}".strip()
-    return merged
+    return with_driver_options(conf, JIT_OPTIONS[profile], unless=_OWN_CHOICE)
