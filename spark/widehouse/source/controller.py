@@ -10,7 +10,8 @@ Per micro-batch (:meth:`StreamController.latest_offset`):
 
 1. discover partitions (one namespace listing per namespace);
 2. ask attached consumers for last message ids (async), and examine only the partitions whose end
-   moved (position + broker index of the last entry, in parallel);
+   moved (position + broker index of the last entry, in parallel); the first batch of an
+   ``AvailableNow`` run takes the ends its preparation has just examined;
 3. resolve where new partitions start: right after a mark handed over from the slot group that read
    them before (``startAfter``, :mod:`.handover`), else ``startingOffsets`` for the first batch
    and the earliest message after;
@@ -115,6 +116,8 @@ class StreamController(_Base):
         self._rotation = 0
         self._turn: tuple[str, int] | None = None  # the last partition admitted whole by fewer_cuts
         self._report: dict[str, Any] | None = None
+        self._fresh: set[TopicPartition] = set()
+        """Partitions whose end ``prepare_available_now`` examined and no batch has asked for since."""
 
     @property
     def keeper(self) -> SubscriptionKeeper | None:
@@ -132,9 +135,10 @@ class StreamController(_Base):
     def prepare_available_now(self) -> None:
         """Trigger.AvailableNow: read up to the ends the partitions have now, and no further."""
         parts = sorted(self.view.discover(self.options.selector))
-        found, _missing = self.view.last_entries(parts)
+        found, missing = self.view.last_entries(parts)
         self._target = found
-        self._last.update(found)
+        self._remember(found, missing)
+        self._fresh = set(found)  # the first batch reads up to these ends: no need to ask again
 
     def latest_offset(self, start_json: Mapping[str, Any], budget: int | None) -> dict[str, Any]:
         """The end of the next batch (``start_json`` itself when there is nothing to read).
@@ -319,24 +323,32 @@ class StreamController(_Base):
         self.close()
 
     # -- helpers ------------------------------------------------------------------------------
-    def _ends(
-        self, parts: Sequence[TopicPartition]
-    ) -> tuple[dict[TopicPartition, EntryInfo | None], set[TopicPartition]]:
-        """Last entry of every partition; examines only those whose last message id moved."""
-        keeper = self.keeper
-        positions = keeper.last_positions(parts) if keeper is not None else {}
-        stale = [
-            tp
-            for tp in parts
-            if not (tp in positions and tp in self._last and _same(positions[tp], self._last[tp]))
-        ]
-        found, missing = self.view.last_entries(stale)
+    def _remember(
+        self, found: Mapping[TopicPartition, EntryInfo | None], missing: Iterable[TopicPartition]
+    ) -> None:
+        """Keep the examined ends (and the highest index seen) of partitions; forget missing ones."""
         self._last.update(found)
         for tp, info in found.items():
             if info is not None:
                 self._seen[tp] = max(self._seen.get(tp, -1), info.index)
         for tp in missing:
             self._last.pop(tp, None)
+
+    def _ends(
+        self, parts: Sequence[TopicPartition]
+    ) -> tuple[dict[TopicPartition, EntryInfo | None], set[TopicPartition]]:
+        """Last entry of every partition; examines only those whose last message id moved."""
+        keeper = self.keeper
+        positions = keeper.last_positions(parts) if keeper is not None else {}
+        fresh, self._fresh = self._fresh, set()
+        stale = [
+            tp
+            for tp in parts
+            if tp not in fresh
+            and not (tp in positions and tp in self._last and _same(positions[tp], self._last[tp]))
+        ]
+        found, missing = self.view.last_entries(stale)
+        self._remember(found, missing)
         return {tp: self._last.get(tp) for tp in parts if tp not in missing}, missing
 
     def _report_gone(
