@@ -447,6 +447,17 @@ def transform(batches: Iterable[pa.RecordBatch | Messages], plan: TransformPlan)
     yield from acc.batches(schema)
 
 
+def compile_handlers(plan: TransformPlan, topics: Iterable[str]) -> int:
+    """Compile the fast-path handlers of ``topics`` into this process's cache, ahead of the tasks
+    that fold them; returns how many have one. Every task still builds its own handlers (their
+    state is the task's) but finds their code compiled: ~0.3 ms a topic otherwise, paid once per
+    Python worker by the first task that meets the topic (~0.3 s a worker with 1,000 topics)."""
+    if not plan.fast_path:
+        return 0
+    acc = _Accumulator(plan)
+    return sum(1 for name in topics if plan.catalog.has_topic(name) and acc._handler(name) is not None)
+
+
 PACKED_SCHEMA = pa.schema([pa.field("wh_ipc", pa.binary())])
 """What :func:`transform_packed` yields: one Arrow IPC stream per output batch, in a binary cell."""
 PACKED_COMPRESSION = "lz4"

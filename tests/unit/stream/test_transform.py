@@ -231,6 +231,28 @@ def test_the_packed_output_crosses_spark_compressed(catalog: Catalog, batch: pa.
         assert shipped * 4 < sink.getvalue().size, (shipped, sink.getvalue().size)
 
 
+def test_handlers_compiled_ahead_with_the_apps_plan_serve_each_groups_tasks(
+    catalog: Catalog, batch: pa.RecordBatch
+) -> None:
+    """What the stream's warm-up compiles (every topic of the app, under one plan holding all their
+    tables) is what each group's tasks look up (under the group's own, smaller plan): they compile
+    nothing more."""
+    from widehouse.stream import fastpath
+    from widehouse.stream.transform import compile_handlers
+
+    topics = sorted(set(batch.column("__topic").to_pylist()))
+    fastpath._CODE.clear()
+    compiled = compile_handlers(TransformPlan.for_topics(catalog, topics), topics)
+    cached = set(fastpath._CODE)
+    assert compiled == len(cached) == len(topics)  # every demo topic has a fast path
+    assert {name for name, _source in cached} <= {f"<widehouse fast path: {t}>" for t in topics}
+    for group in (topics[::2], topics[1::2]):
+        rows = batch.filter(pc.is_in(batch.column("__topic"), pa.array(group)))
+        assert rows.num_rows > 0
+        list(transform(iter([rows]), TransformPlan.for_topics(catalog, group)))
+        assert set(fastpath._CODE) == cached  # found, not compiled again
+
+
 # --- the per-event error boundary (hardening issue, item 1) ---------------------------------------
 PURCHASE = "persistent://bigolive/commerce/purchase"
 

@@ -192,6 +192,10 @@ class StreamApp:
         check_checkpoint(stream.app, group.name, checkpoint, planned, sinks)
 
     def start(self) -> None:
+        from widehouse.stream.transform import TransformPlan
+
+        topics = [t for g in self.groups for t in g.topics]
+        plan = TransformPlan.for_topics(self.catalog, topics)  # every table the app's topics feed
         # the JVM starts (seconds) while the sinks' tables are checked: neither needs the other
         launch = None if self._spark is not None else self._launch_spark()
         try:
@@ -199,11 +203,8 @@ class StreamApp:
                 self.clickhouse()  # create or migrate the tables once, before any batch
             if "delta" in self.settings.stream.sinks:
                 from widehouse.stream.bronze import bronze_tables
-                from widehouse.stream.transform import TransformPlan
 
-                topics = [t for g in self.groups for t in g.topics]
-                tables = TransformPlan.for_topics(self.catalog, topics).tables
-                for table in bronze_tables(self.catalog, self.settings.delta, tables).values():
+                for table in bronze_tables(self.catalog, self.settings.delta, plan.tables).values():
                     self.bronze.ensure(table)  # created by the stream's delta-rs writer, its only writer
         finally:
             if launch is not None:
@@ -212,7 +213,7 @@ class StreamApp:
         if "://" not in root:
             private_dir(Path(root))  # checkpoints hold offsets and state: this user's only
         self._started = time.monotonic()
-        warm_workers(self.spark)  # in the background, while the queries plan their first batch
+        warm_workers(self.spark, plan, topics)  # in the background, while the queries plan their first batch
         for group in self.groups:
             self.queries[group.name] = self._start(group)
 
