@@ -137,6 +137,21 @@ def test_plan_is_picklable_and_names_unknown_topics(catalog: Catalog) -> None:
         TransformPlan.for_topics(catalog, [*topics, "persistent://x/y/z"])
 
 
+def test_a_shipped_plan_is_built_once_per_process_and_anew_when_it_changed(catalog: Catalog) -> None:
+    """Spark ships a group's plan with every reading task: a worker builds its objects once."""
+    topics = [str(t.name) for t in catalog.topics]
+    plan = TransformPlan.for_topics(catalog, topics[:3])
+    shipped = pickle.dumps(plan)
+    first = pickle.loads(shipped)
+    assert first is not plan and first.tables == plan.tables and first.catalog.topics == catalog.topics
+    assert pickle.loads(shipped) is first  # the same bytes again: not built again
+    assert pickle.loads(pickle.dumps(plan)) is first
+    other = pickle.loads(pickle.dumps(TransformPlan(catalog, plan.tables[:1])))
+    assert other is not first and other.tables == plan.tables[:1]
+    slower = pickle.loads(pickle.dumps(TransformPlan(catalog, plan.tables, fast_path=False)))
+    assert slower is not first and not slower.fast_path
+
+
 @pytest.mark.parametrize("partitions", [1, 4])
 def test_arrow_merge_equals_the_reference(catalog: Catalog, batch: pa.RecordBatch, partitions: int) -> None:
     from widehouse.stream.merge import partials
