@@ -320,16 +320,12 @@ def register(spark: SparkSession) -> None:
 # -- the offset log, read through the cluster's file system -----------------------------------
 def read_text(spark: SparkSession, path: str) -> str:
     """A small text file through Hadoop's file system (local, HDFS, S3 ... as the cluster has)."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
-    fs = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-    stream = fs.open(hadoop_path)
-    try:
-        data = jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
-    finally:
-        stream.close()
-    return str(data)
+    from widehouse.spark.hadoop_files import HadoopFiles
+
+    text = HadoopFiles.of(spark).read(path)
+    if text is None:
+        raise FileNotFoundError(path)
+    return text
 
 
 def read_batch_log(

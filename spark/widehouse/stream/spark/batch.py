@@ -53,6 +53,7 @@ from widehouse.stream.bronze import BronzeTable, BronzeWriter, bronze_tables, wi
 from widehouse.stream.commits import ClickHouseLedger
 from widehouse.stream.options import Fault
 from widehouse.stream.progress import BatchIdentity, progress_rows
+from widehouse.stream.replay_guard import group_fingerprint
 
 log = logging.getLogger("widehouse.stream")
 
@@ -98,11 +99,14 @@ class BatchWriter:
     """Messages left after the last committed batch, as planned (None before the first)."""
     idle: threading.Event = field(init=False)
     """Set while no micro-batch of this group is being written (a clean stop waits for it)."""
+    fingerprint: str = field(init=False)
+    """The part of the catalog the group uses (:func:`widehouse.stream.replay_guard.group_fingerprint`)."""
 
     def __post_init__(self) -> None:
         self.plan = TransformPlan.for_topics(self.catalog, list(self.topics))
         self.bronze_tables = bronze_tables(self.catalog, self.delta, self.plan.tables)
         self.ledger = ClickHouseLedger(self.clickhouse, self.app, self.group)
+        self.fingerprint = group_fingerprint(self.catalog, self.topics)
         self.idle = threading.Event()
         self.idle.set()
 
@@ -154,7 +158,7 @@ class BatchWriter:
         stats = merge.topic_stats(out)
         counts = merge.hour_counts(out, self.app, self.group, batch_id)
         clock.lap("merge")
-        guard_batch(self.spark, self.checkpoint, self.catalog, self.topics, identity)  # replay, same catalog
+        guard_batch(self.spark, self.checkpoint, self.fingerprint, identity)  # a replay: the same catalog
         self._raise_at("before-sinks", batch_id)
         write_clickhouse = "clickhouse" in self.sinks and self.ledger.begin(batch_id)
         if write_clickhouse:
