@@ -262,6 +262,64 @@ def test_available_now_reads_to_the_prepared_ends_without_examining_them_again(
         controller.stop()
 
 
+def test_ends_and_subscriptions_of_many_partitions_are_asked_pipelined(
+    services: Settings, ns: str, client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The broker's answers for many partitions come through ``widehouse.pulsar.bulk``, not one
+    admin request each: the same entries, empty and missing partitions as such; a subscription that
+    already exists is still moved to where the run starts (by the admin client)."""
+    full, empty = f"persistent://{ns}/full", f"persistent://{ns}/empty"
+    with PulsarAdmin(services.pulsar) as admin:
+        admin.ensure_partitions(full, 3)
+        admin.ensure_partitions(empty, 1)
+    for partition in range(3):
+        publish(client, f"{full}-partition-{partition}", 4 + partition)
+    parts = [TopicPartition(full, p) for p in range(3)] + [TopicPartition(empty, 0)]
+    gone = TopicPartition(f"persistent://{ns}/gone", 0)
+    sent: list[str] = []
+    respond = PulsarAdmin.response
+
+    def counted(self: PulsarAdmin, method: str, path: str, **call: Any) -> Any:
+        sent.append(f"{method} {path}")
+        return respond(self, method, path, **call)
+
+    monkeypatch.setattr(PulsarAdmin, "response", counted)
+    view = BrokerView(services.pulsar)
+    try:
+        last, missing = view.last_entries([*parts, gone])
+        first, _ = view.first_entries(parts)
+        assert [last[tp].index if last[tp] else None for tp in parts] == [3, 4, 5, None]
+        assert [first[tp].first_index if first[tp] else None for tp in parts] == [0, 0, 0, None]
+        assert missing == {gone}
+        assert sent == []  # no request through the admin client
+        with PulsarAdmin(services.pulsar) as admin:  # an earlier run's subscription, moved to the end
+            assert admin.create_subscription(parts[0].name, "widehouse-piped", None)
+            admin.reset_cursor(parts[0].name, "widehouse-piped", last[parts[0]].position)
+        sent.clear()
+        keeper = SubscriptionKeeper(services.pulsar, "piped", view, heartbeat_interval_s=0)
+        try:
+            keeper.attach({tp: Mark(None, -1) for tp in parts})
+            assert keeper.attached == set(parts)
+            # the three new ones were created pipelined; the existing one went through the client
+            through_client = {c.split("/subscription/")[0] for c in sent if "/subscription/" in c}
+            assert through_client == {
+                f"PUT persistent/{ns}/full-partition-0",
+                f"POST persistent/{ns}/full-partition-0",
+            }
+            with PulsarAdmin(services.pulsar) as admin:
+                backlogs = [
+                    admin.topic_stats(tp.name)["subscriptions"]["widehouse-piped"]["msgBacklog"]
+                    for tp in parts
+                ]
+                props = admin.subscription_properties(parts[1].name, "widehouse-piped")
+            assert backlogs == [4, 5, 6, 0]  # every one at the earliest message, the existing one reset
+            assert props[PROP_APP] == "piped" and int(props[PROP_HEARTBEAT]) > 0
+        finally:
+            keeper.close()
+    finally:
+        view.close()
+
+
 def _metrics(end: dict[str, Any]) -> Any:
     from widehouse.source.offsets import topic_metrics
 

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack
 from urllib.parse import quote
 
 from widehouse.errors import PulsarError
 from widehouse.pulsar.auth import admin_error, check_token
+from widehouse.pulsar.bulk import Request
 from widehouse.pulsar.positions import EntryInfo, Position
 from widehouse.pulsar.topics import TopicName
 from widehouse.settings import PulsarSettings
@@ -262,20 +263,18 @@ class PulsarAdmin:
 
         A missing topic raises :class:`TopicNotFoundError`.
         """
-        path = f"{_topic(topic).rest_path}/examinemessage"
-        params = {"initialPosition": which, "messagePosition": 1}
-        # HEAD: the answer is in the headers; a GET would also send the entry (gzipped: broker CPU)
-        response = self.response("HEAD", path, params=params, ok=(200, 404, 412))
+        call = examine_request(topic, which)
+        response = self.response(call.method, call.path, params=dict(call.params or {}), ok=(200, 404, 412))
         if response.status_code == 404:
             raise TopicNotFoundError(f"topic {topic} not found: {_reason(response)[:200]}")
         if response.status_code == 412:  # "the total message is zero"
             return None
-        return _entry_info(topic, response)
+        return entry_from_headers(topic, response.headers)
 
     def entry_info(self, topic: TopicName | str, ledger: int, entry: int) -> EntryInfo:
         """Position, broker index and message count of one entry (it must exist)."""
         path = f"{_topic(topic).rest_path}/ledger/{ledger}/entry/{entry}"
-        return _entry_info(topic, self.response("HEAD", path))  # headers only, as in examine
+        return entry_from_headers(topic, self.response("HEAD", path).headers)  # headers only, as in examine
 
     def message_id_at(self, topic: TopicName | str, publish_ms: int) -> Position:
         """Position of the first entry published at or after ``publish_ms`` (epoch ms); past the
@@ -306,13 +305,8 @@ class PulsarAdmin:
         Returns False (and changes nothing) when it already exists; a missing topic raises
         :class:`TopicNotFoundError`.
         """
-        body: dict[str, Any] = {"ledgerId": -1, "entryId": -1}
-        if start is not None:
-            body = {"ledgerId": start.ledger, "entryId": start.entry}
-        if properties:
-            body["properties"] = properties
-        path = f"{_topic(topic).rest_path}/subscription/{quote(subscription, safe='')}"
-        response = self.response("PUT", path, json=body, ok=(200, 204, 404, 409))
+        call = create_subscription_request(topic, subscription, start, properties)
+        response = self.response(call.method, call.path, json=call.json, ok=(200, 204, 404, 409))
         if response.status_code == 404:
             raise TopicNotFoundError(f"topic {topic} not found: {response.text.strip()[:200]}")
         return response.status_code != 409
@@ -429,9 +423,30 @@ def map_with_admins(
             admin.close()
 
 
-def _entry_info(topic: TopicName | str, response: requests.Response) -> EntryInfo:
-    message_id = response.headers.get("X-Pulsar-Message-ID", "")
-    index = response.headers.get(INDEX_HEADER)
+def examine_request(topic: TopicName | str, which: str) -> Request:
+    """:meth:`PulsarAdmin.examine`'s call (also sent pipelined by the source, :mod:`.bulk`)."""
+    # HEAD: the answer is in the headers; a GET would also send the entry (gzipped: broker CPU)
+    path = f"{_topic(topic).rest_path}/examinemessage"
+    return Request("HEAD", path, {"initialPosition": which, "messagePosition": 1})
+
+
+def create_subscription_request(
+    topic: TopicName | str, subscription: str, start: Position | None, properties: dict[str, str] | None
+) -> Request:
+    """:meth:`PulsarAdmin.create_subscription`'s call (200 or 204 created, 409 exists, 404 no topic)."""
+    body: dict[str, Any] = {"ledgerId": -1, "entryId": -1}
+    if start is not None:
+        body = {"ledgerId": start.ledger, "entryId": start.entry}
+    if properties:
+        body["properties"] = properties
+    return Request("PUT", f"{_topic(topic).rest_path}/subscription/{quote(subscription, safe='')}", json=body)
+
+
+def entry_from_headers(topic: TopicName | str, headers: Mapping[str, str]) -> EntryInfo:
+    """An entry's position, broker index and message count from the headers the broker answers
+    ``examinemessage`` and ``ledger/<l>/entry/<e>`` with (any case)."""
+    message_id = headers.get("X-Pulsar-Message-ID", "")
+    index = headers.get(INDEX_HEADER)
     if index is None:
         raise PulsarError(
             f"the broker sent no entry index for {topic} ({message_id}): enable "
@@ -441,10 +456,10 @@ def _entry_info(topic: TopicName | str, response: requests.Response) -> EntryInf
         )
     try:
         ledger, entry = (int(x) for x in message_id.split(":")[:2])
-        messages = int(response.headers.get("X-Pulsar-num-batch-message", "1"))
+        messages = int(headers.get("X-Pulsar-num-batch-message", "1"))
         return EntryInfo(Position(ledger, entry), int(index), max(1, messages))
     except ValueError as exc:
-        raise PulsarError(f"unexpected entry headers for {topic}: {dict(response.headers)}") from exc
+        raise PulsarError(f"unexpected entry headers for {topic}: {dict(headers)}") from exc
 
 
 def _reason(response: requests.Response) -> str:

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from widehouse.errors import ConfigError, PulsarError
-from widehouse.pulsar.admin import PulsarAdmin, TopicNotFoundError
+from widehouse.pulsar import bulk
+from widehouse.pulsar.admin import PulsarAdmin, TopicNotFoundError, entry_from_headers, examine_request
 from widehouse.pulsar.auth import PulsarAuthError
 from widehouse.pulsar.positions import EntryInfo, Mark, Position, TopicPartition
 from widehouse.pulsar.topics import TopicName
@@ -176,14 +177,39 @@ class BrokerView:
             except TopicNotFoundError:
                 return tp
 
+        results = self._examine_pipelined(parts, which)
+        rest = [tp for tp in parts if tp not in results]
+        results.update(zip(rest, self.map(one, rest), strict=True))
         found: dict[TopicPartition, EntryInfo | None] = {}
         missing: set[TopicPartition] = set()
-        for tp, result in zip(parts, self.map(one, list(parts)), strict=True):
+        for tp in parts:
+            result = results[tp]
             if isinstance(result, TopicPartition):
                 missing.add(result)
             else:
                 found[tp] = result
         return found, missing
+
+    def _examine_pipelined(
+        self, parts: Sequence[TopicPartition], which: str
+    ) -> dict[TopicPartition, EntryInfo | TopicPartition | None]:
+        """:meth:`_examine`'s answers sent pipelined (:mod:`widehouse.pulsar.bulk`): each partition's
+        entry, itself when it does not exist, None when it is empty. Partitions without such an
+        answer (an error, a refusal, a redirect) are left out: the admin client asks them again."""
+        admin = self.admin()
+        if len(parts) < 2 or not bulk.usable(admin):
+            return {}
+        answers = bulk.send_all(admin, [examine_request(tp.name, which) for tp in parts], self.concurrency)
+        out: dict[TopicPartition, EntryInfo | TopicPartition | None] = {}
+        for tp, answer in zip(parts, answers, strict=True):
+            if isinstance(answer, bulk.Answer):
+                if answer.status == 200:
+                    out[tp] = entry_from_headers(tp.name, answer.headers)
+                elif answer.status == 404:
+                    out[tp] = tp
+                elif answer.status == 412:  # "the total message is zero"
+                    out[tp] = None
+        return out
 
     def earliest_mark(self, tp: TopicPartition, first: EntryInfo | None) -> Mark:
         """The mark "nothing consumed yet" of a partition whose first entry is ``first``."""

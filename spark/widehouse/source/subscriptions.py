@@ -30,7 +30,8 @@ from typing import Any
 
 from widehouse.contracts.identity import SUBSCRIPTION_PREFIX, subscription_name, validate_app_id
 from widehouse.errors import PulsarError
-from widehouse.pulsar.admin import SubscriptionBusyError, TopicNotFoundError
+from widehouse.pulsar import bulk
+from widehouse.pulsar.admin import SubscriptionBusyError, TopicNotFoundError, create_subscription_request
 from widehouse.pulsar.positions import Mark, Position, TopicPartition
 from widehouse.settings import PulsarSettings
 from widehouse.source.broker import BrokerView
@@ -130,7 +131,9 @@ class SubscriptionKeeper:
                 return None
             return tp
 
-        ready = [tp for tp in self.view.map(prepare, new) if tp is not None]
+        created = self._create_pipelined(new, marks, props)
+        rest = [tp for tp in new if tp not in created]
+        ready = created + [tp for tp in self.view.map(prepare, rest) if tp is not None]
         consumers = self._subscribe(ready)
         with self._lock:
             self._consumers.update(consumers)
@@ -139,6 +142,27 @@ class SubscriptionKeeper:
                 if target is not None:
                     self._acked[tp] = target.key()
         self._start_heartbeat()
+
+    def _create_pipelined(
+        self, parts: list[TopicPartition], marks: Mapping[TopicPartition, Mark], props: dict[str, str]
+    ) -> list[TopicPartition]:
+        """The partitions whose subscription a pipelined create made (:mod:`widehouse.pulsar.bulk`).
+        The others (it exists, no such topic, an error) are prepared one by one as before."""
+        admin = self.view.admin()
+        if len(parts) < 2 or not bulk.usable(admin):
+            return []
+        calls = []
+        for tp in parts:
+            target = cursor_target(marks[tp])
+            calls.append(
+                create_subscription_request(tp.name, self.name, target[0] if target else None, props)
+            )
+        answers = bulk.send_all(admin, calls, self.view.concurrency)
+        return [
+            tp
+            for tp, answer in zip(parts, answers, strict=True)
+            if isinstance(answer, bulk.Answer) and answer.status in (200, 204)
+        ]
 
     def detach(self, parts: Iterable[TopicPartition]) -> None:
         """Close the consumers of partitions the app no longer reads (their subscription stays)."""
