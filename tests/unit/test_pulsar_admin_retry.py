@@ -75,41 +75,46 @@ def test_a_write_is_never_retried(flaky_server: tuple[str, list[str]]) -> None:
     assert seen == ["PUT"]
 
 
-def test_the_environments_proxy_is_read_once_and_still_used(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def answering_server() -> Iterator[tuple[str, list[str]]]:
+    """Answers every request 200; records the request lines."""
     seen: list[str] = []
 
     def reply(line: str) -> bytes | None:
         seen.append(line)
         return OK
 
-    with _server(reply) as proxy:
-        monkeypatch.setenv("HTTP_PROXY", proxy)
-        monkeypatch.delenv("NO_PROXY", raising=False)
-        monkeypatch.delenv("no_proxy", raising=False)
-        admin = PulsarAdmin(
-            PulsarSettings(service_url="pulsar://broker.invalid:1", admin_url="http://broker.invalid:8080")
-        )
-        monkeypatch.delenv("HTTP_PROXY")  # read when the client was made, not per request
-        with admin:
-            assert admin.request("GET", "persistent/t/ns") == ["persistent://t/ns/a"]
-            assert admin.request("GET", "persistent/t/ns") == ["persistent://t/ns/a"]
+    with _server(reply) as url:
+        yield url, seen
+
+
+def test_the_environments_proxy_is_read_once_and_still_used(
+    monkeypatch: pytest.MonkeyPatch, answering_server: tuple[str, list[str]]
+) -> None:
+    proxy, seen = answering_server
+    monkeypatch.setenv("HTTP_PROXY", proxy)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    admin = PulsarAdmin(
+        PulsarSettings(service_url="pulsar://broker.invalid:1", admin_url="http://broker.invalid:8080")
+    )
+    monkeypatch.delenv("HTTP_PROXY")  # read when the client was made, not per request
+    with admin:
+        assert admin.request("GET", "persistent/t/ns") == ["persistent://t/ns/a"]
+        assert admin.request("GET", "persistent/t/ns") == ["persistent://t/ns/a"]
     assert seen == ["GET http://broker.invalid:8080/admin/v2/persistent/t/ns HTTP/1.1"] * 2  # via the proxy
 
 
-def test_no_proxy_still_bypasses_the_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    seen: list[str] = []
-
-    def reply(line: str) -> bytes | None:
-        seen.append(line)
-        return OK
-
-    with _server(reply) as broker:
-        monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
-        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-        with PulsarAdmin(
-            PulsarSettings(service_url="pulsar://127.0.0.1:1", admin_url=broker), timeout=5
-        ) as admin:
-            assert admin.request("GET", "persistent/t/ns") == ["persistent://t/ns/a"]
+def test_no_proxy_still_bypasses_the_proxy(
+    monkeypatch: pytest.MonkeyPatch, answering_server: tuple[str, list[str]]
+) -> None:
+    broker, seen = answering_server
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    with PulsarAdmin(
+        PulsarSettings(service_url="pulsar://127.0.0.1:1", admin_url=broker), timeout=5
+    ) as admin:
+        assert admin.request("GET", "persistent/t/ns") == ["persistent://t/ns/a"]
     assert seen == ["GET /admin/v2/persistent/t/ns HTTP/1.1"]  # straight to the broker
 
 

@@ -60,7 +60,7 @@ def _settle_environment(session: requests.Session, base_url: str) -> None:
     a CA bundle, ``~/.netrc`` credentials) once, instead of on every request.
 
     With ``trust_env`` a session scans the whole environment twice and looks for ``~/.netrc`` per
-    request: about a quarter of the client's CPU for a HEAD ``examinemessage``, and the source's
+    request: ~15 % of the client's CPU for a HEAD ``examinemessage``, and the source's
     planner is bound by that CPU when it asks 1,000s of partitions at once (one Python process, its
     admin threads sharing the interpreter). Every request of a ``PulsarAdmin`` goes to
     ``base_url``, so the settings are the same for all of them.

@@ -132,7 +132,8 @@ class SubscriptionKeeper:
             return tp
 
         created = self._create_pipelined(new, marks, props)
-        rest = [tp for tp in new if tp not in created]
+        done = set(created)
+        rest = [tp for tp in new if tp not in done]
         ready = created + [tp for tp in self.view.map(prepare, rest) if tp is not None]
         consumers = self._subscribe(ready)
         with self._lock:
