@@ -1,6 +1,6 @@
-"""Admin requests sent pipelined (``widehouse.pulsar.bulk``): answers framed by length, chunked or
-empty, in order, over kept connections; a connection the server closes is opened again; what cannot
-be sent this way is left to the admin client."""
+"""Admin requests sent pipelined (``widehouse.pulsar.bulk`` through ``PulsarAdmin.pipelined``):
+answers framed by length, chunked or empty, in order, over kept connections; a connection the server
+closes is opened again; what cannot be sent this way is left to the admin client."""
 
 from __future__ import annotations
 
@@ -97,7 +97,8 @@ def test_answers_come_back_in_order_whatever_their_framing() -> None:
         bulk.Request("GET", "clusters"),
     ]
     with _server() as (url, seen), _admin(url) as admin:
-        answers = bulk.send_all(admin, calls, connections=1)
+        answers = admin.pipelined(calls, connections=1)
+    assert answers is not None
     got = [(a.status, a.body) for a in answers if isinstance(a, bulk.Answer)]
     assert got == [(200, b""), (200, b"hello"), (204, b""), (409, b"abcdefg"), (404, b"no"), (200, b"hello")]
     first = answers[0]
@@ -117,22 +118,22 @@ def test_answers_come_back_in_order_whatever_their_framing() -> None:
 
 def test_the_token_goes_with_every_request_and_failures_are_answers_of_their_own() -> None:
     with _server() as (url, seen), _admin(url, token="t0k3n") as admin:
-        answers = bulk.send_all(admin, [bulk.Request("GET", "clusters")] * 3, connections=2)
-    assert all(isinstance(a, bulk.Answer) and a.status == 200 for a in answers)
+        answers = admin.pipelined([bulk.Request("GET", "clusters")] * 3, connections=2)
+    assert answers is not None and all(isinstance(a, bulk.Answer) and a.status == 200 for a in answers)
     assert len(seen) == 3 and tokens == ["Bearer t0k3n"] * 3
     with _admin("http://127.0.0.1:1") as admin:  # nothing listens there
-        answers = bulk.send_all(admin, [bulk.Request("GET", "clusters")] * 2)
-    assert all(isinstance(a, OSError) for a in answers)
+        answers = admin.pipelined([bulk.Request("GET", "clusters")] * 2)
+    assert answers is not None and all(isinstance(a, OSError) for a in answers)
 
 
 def test_what_the_admin_client_must_send_itself(monkeypatch: pytest.MonkeyPatch) -> None:
-    with _admin("http://127.0.0.1:8080") as admin:
-        assert bulk.usable(admin)
-    with _admin("https://127.0.0.1:8443") as admin:
-        assert not bulk.usable(admin)  # TLS stays with requests
+    calls = [bulk.Request("GET", "clusters")]
+    with _admin("https://127.0.0.1:1") as admin:
+        assert admin.pipelined(calls) is None  # TLS stays with requests
     monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
     with _admin("http://broker.invalid:8080") as admin:
-        assert not bulk.usable(admin)  # through a proxy
-    assert not bulk.usable(object())  # a stand-in answers each call itself
+        assert admin.pipelined(calls) is None  # through a proxy
+    with pytest.raises(ValueError, match="https"):
+        bulk.send_all("https://127.0.0.1:1", {}, calls, timeout=1)

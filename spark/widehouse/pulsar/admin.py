@@ -15,11 +15,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from widehouse.errors import PulsarError
+from widehouse.pulsar import bulk
 from widehouse.pulsar.auth import admin_error, check_token
-from widehouse.pulsar.bulk import Request
+from widehouse.pulsar.bulk import Answer, Request
 from widehouse.pulsar.positions import EntryInfo, Position
 from widehouse.pulsar.topics import TopicName
 from widehouse.settings import PulsarSettings
@@ -147,6 +148,29 @@ class PulsarAdmin:
             reason = _reason(response)[:500]
             raise PulsarError(f"Pulsar admin {method} {shown} answered {response.status_code}: {reason}")
         return response
+
+    def pipelined(
+        self, calls: Sequence[Request], connections: int = bulk.CONNECTIONS
+    ) -> list[Answer | Exception] | None:
+        """``calls`` sent at once over a few connections (:mod:`.bulk`), their answers in order; None
+        when this client's requests cannot go that way (TLS, a proxy, netrc credentials): send them
+        one by one. Answers are not checked: a caller takes those it expects and sends the rest
+        again through :meth:`response`, which explains a refusal."""
+        session = self._session
+        if (
+            urlsplit(self.base_url).scheme != "http"
+            or session.proxies.get("http")
+            or session.proxies.get("all")
+            or session.auth is not None
+        ):
+            return None
+        sent = ("authorization", "user-agent")
+        headers = {
+            k: v if isinstance(v, str) else v.decode("latin-1")
+            for k, v in session.headers.items()
+            if k.lower() in sent
+        }
+        return bulk.send_all(self.base_url, headers, calls, self.timeout, connections)
 
     # -- clusters, tenants, namespaces -------------------------------------------------------
     def clusters(self) -> list[str]:

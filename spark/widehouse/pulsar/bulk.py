@@ -8,11 +8,11 @@ The source asks the broker about every partition it reads: the last and first en
 them from one event loop over ``connections`` sockets with a minimal HTTP/1.1 exchange: the same
 500 in ~0.07 s.
 
-It covers what those calls need and nothing more: plain ``http://``, the session's headers (the
-token), no proxy, no redirect, bodies by ``Content-Length`` or chunked. :func:`usable` says whether a
-:class:`~widehouse.pulsar.admin.PulsarAdmin` qualifies; anything else (TLS, a proxy, netrc
-credentials, a broker that redirects to a topic's owner) stays on the admin client, and so does any
-answer this module cannot take as it is: callers send those requests again through the admin
+It covers what those calls need and nothing more: plain ``http://``, given headers (the token), no
+proxy, no redirect, bodies by ``Content-Length`` or chunked. The admin client decides when its
+requests may go this way (:meth:`widehouse.pulsar.admin.PulsarAdmin.pipelined`); anything else
+(TLS, a proxy, netrc credentials, a broker that redirects to a topic's owner) stays with it, and so
+does any answer its callers cannot take as it is: they send those requests again through the admin
 client, which raises the errors with their full explanation.
 """
 
@@ -22,11 +22,8 @@ import asyncio
 import json as jsonlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlencode, urlsplit
-
-if TYPE_CHECKING:
-    from widehouse.pulsar.admin import PulsarAdmin
 
 CONNECTIONS = 16
 
@@ -50,36 +47,22 @@ class Answer:
     body: bytes
 
 
-def usable(admin: object) -> bool:
-    """Whether ``admin``'s requests can be sent here (plain HTTP, no proxy, no netrc credentials)."""
-    from widehouse.pulsar.admin import PulsarAdmin
-
-    if not isinstance(admin, PulsarAdmin):  # a stand-in (tests): it answers each call itself
-        return False
-    session = admin._session
-    return (
-        urlsplit(admin.base_url).scheme == "http"
-        and not session.proxies.get("http")
-        and not session.proxies.get("all")
-        and session.auth is None
-    )
-
-
 def send_all(
-    admin: PulsarAdmin, requests: Sequence[Request], connections: int = CONNECTIONS
+    base_url: str,
+    headers: Mapping[str, str],
+    requests: Sequence[Request],
+    timeout: float,
+    connections: int = CONNECTIONS,
 ) -> list[Answer | Exception]:
-    """Every request's answer, in order; an exception where none came (refused, timed out, cut)."""
+    """Every request's answer, in order; an exception where none came (refused, timed out, cut).
+    ``base_url`` is the admin service's plain ``http://`` URL."""
     if not requests:
         return []
-    base = urlsplit(admin.base_url)
-    sent = ("authorization", "user-agent")
-    headers = {
-        k: v if isinstance(v, str) else v.decode("latin-1")
-        for k, v in admin._session.headers.items()
-        if k.lower() in sent
-    }
+    base = urlsplit(base_url)
+    if base.scheme != "http":
+        raise ValueError(f"only plain http:// is sent pipelined, not {base.scheme}://")
     try:
-        return asyncio.run(_send_all(base, headers, list(requests), connections, admin.timeout))
+        return asyncio.run(_send_all(base, headers, list(requests), connections, timeout))
     except RuntimeError as exc:  # called inside a running event loop: the caller sends them itself
         return [exc] * len(requests)
 

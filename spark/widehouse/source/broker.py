@@ -196,10 +196,11 @@ class BrokerView:
         """:meth:`_examine`'s answers sent pipelined (:mod:`widehouse.pulsar.bulk`): each partition's
         entry, itself when it does not exist, None when it is empty. Partitions without such an
         answer (an error, a refusal, a redirect) are left out: the admin client asks them again."""
-        admin = self.admin()
-        if len(parts) < 2 or not bulk.usable(admin):
+        if len(parts) < 2:
             return {}
-        answers = bulk.send_all(admin, [examine_request(tp.name, which) for tp in parts], self.concurrency)
+        answers = self.admin().pipelined([examine_request(tp.name, which) for tp in parts], self.concurrency)
+        if answers is None:
+            return {}
         out: dict[TopicPartition, EntryInfo | TopicPartition | None] = {}
         for tp, answer in zip(parts, answers, strict=True):
             if isinstance(answer, bulk.Answer):

@@ -149,8 +149,7 @@ class SubscriptionKeeper:
     ) -> list[TopicPartition]:
         """The partitions whose subscription a pipelined create made (:mod:`widehouse.pulsar.bulk`).
         The others (it exists, no such topic, an error) are prepared one by one as before."""
-        admin = self.view.admin()
-        if len(parts) < 2 or not bulk.usable(admin):
+        if len(parts) < 2:
             return []
         calls = []
         for tp in parts:
@@ -158,7 +157,9 @@ class SubscriptionKeeper:
             calls.append(
                 create_subscription_request(tp.name, self.name, target[0] if target else None, props)
             )
-        answers = bulk.send_all(admin, calls, self.view.concurrency)
+        answers = self.view.admin().pipelined(calls, self.view.concurrency)
+        if answers is None:
+            return []
         return [
             tp
             for tp, answer in zip(parts, answers, strict=True)

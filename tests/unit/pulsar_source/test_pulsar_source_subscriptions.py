@@ -72,6 +72,9 @@ class _BusyOnce:
         self.busy = busy
         self.resets: list[str] = []
 
+    def pipelined(self, *_args: object) -> None:
+        return None  # nothing at once: each call as below
+
     def create_subscription(self, *_args: object) -> bool:
         return False
 
@@ -89,6 +92,8 @@ class _BusyOnce:
 
 
 class _View:
+    concurrency = 1
+
     def __init__(self, admin: _BusyOnce) -> None:
         self._admin = admin
 
