@@ -28,7 +28,7 @@ log = logging.getLogger("widehouse.stream")
 
 
 def _readers(
-    plan: TransformPlan | None, topics: Sequence[str]
+    plan: TransformPlan, topics: Sequence[str]
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """What each warming task runs: import what a reading task runs (the source, transform, Pulsar
     client), then compile the handlers of ``topics`` (the app's) under ``plan``."""
@@ -39,16 +39,13 @@ def _readers(
         import widehouse.stream.spark.source  # noqa: F401
         from widehouse.stream.transform import compile_handlers
 
-        if plan is not None:
-            compile_handlers(plan, topics)
+        compile_handlers(plan, topics)
         yield from batches
 
     return warm
 
 
-def warm_workers(
-    spark: SparkSession, plan: TransformPlan | None = None, topics: Sequence[str] = ()
-) -> threading.Thread:
+def warm_workers(spark: SparkSession, plan: TransformPlan, topics: Sequence[str]) -> threading.Thread:
     """Start one worker per task slot in the background, with ``topics``' handlers compiled under
     ``plan`` (any plan holding the tables they feed: a handler depends on its topic alone); returns
     the (daemon) thread."""
