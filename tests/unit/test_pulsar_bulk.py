@@ -21,6 +21,7 @@ ANSWERS = {
     "PUT": b"HTTP/1.1 204 No Content\r\n\r\n",
     "POST": b"HTTP/1.1 409 Conflict\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n4\r\ndefg\r\n0\r\n\r\n",
     "DELETE": b"HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 2\r\n\r\nno",
+    "PATCH": b"garbage\r\n\r\n",  # not HTTP at all
 }
 
 
@@ -124,6 +125,14 @@ def test_the_token_goes_with_every_request_and_failures_are_answers_of_their_own
     with _admin("http://127.0.0.1:1") as admin:  # nothing listens there
         answers = admin.pipelined([bulk.Request("GET", "clusters")] * 2)
     assert answers is not None and all(isinstance(a, OSError) for a in answers)
+
+
+def test_an_answer_that_is_not_http_is_an_answer_of_its_own_not_a_crash() -> None:
+    calls = [bulk.Request("PATCH", "x"), bulk.Request("GET", "clusters")]
+    with _server() as (url, _seen), _admin(url) as admin:
+        answers = admin.pipelined(calls, connections=1)
+    assert answers is not None and isinstance(answers[0], IndexError)
+    assert isinstance(answers[1], bulk.Answer) and answers[1].body == b"hello"  # on a new connection
 
 
 def test_what_the_admin_client_must_send_itself(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -91,6 +91,7 @@ async def _send_all(
                 asyncio.IncompleteReadError,
                 asyncio.LimitOverrunError,
                 ValueError,
+                IndexError,  # not an HTTP status line
             ) as exc:
                 answers[i] = exc
                 keep = False
