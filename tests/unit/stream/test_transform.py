@@ -268,6 +268,42 @@ def test_handlers_compiled_ahead_with_the_apps_plan_serve_each_groups_tasks(
         assert set(fastpath._CODE) == cached  # found, not compiled again
 
 
+def test_a_plans_later_tasks_bind_its_handlers_without_making_them_again(
+    catalog: Catalog, batch: pa.RecordBatch, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plan's first task in a process makes each topic's handler template and column rules; its
+    later tasks only bind them to their own rows (each task still folds into its own state: three
+    tasks of one plan merge to the reference rows, test above). A plan built anew makes them anew."""
+    from widehouse.catalog.semantics import fold
+    from widehouse.stream import transform as transform_module
+
+    made: list[str] = []
+    rules: list[str] = []
+    real_template, real_rules = transform_module.handler_template, fold.compile_rules
+
+    def template(topic: Any, *rest: Any) -> Any:
+        made.append(str(topic.name))
+        return real_template(topic, *rest)
+
+    def column_rules(topic: Any, table: Any) -> Any:
+        rules.append(str(topic.name))
+        return real_rules(topic, table)
+
+    monkeypatch.setattr(transform_module, "handler_template", template)
+    monkeypatch.setattr(transform_module, "compile_rules", column_rules)
+    topics = sorted(set(batch.column("__topic").to_pylist()))
+    plan = TransformPlan.for_topics(catalog, topics)
+    halves = (batch.slice(0, batch.num_rows // 2), batch.slice(batch.num_rows // 2))
+    list(transform(iter([halves[0]]), plan))
+    assert sorted(made) == topics  # one template per topic met, every demo topic has a fast path
+    assert set(rules) == set(topics)
+    first_made, first_rules = len(made), len(rules)
+    list(transform(iter([halves[1]]), plan))
+    assert (len(made), len(rules)) == (first_made, first_rules)
+    list(transform(iter([halves[1]]), TransformPlan.for_topics(catalog, topics)))
+    assert len(made) == 2 * first_made
+
+
 # --- the per-event error boundary (hardening issue, item 1) ---------------------------------------
 PURCHASE = "persistent://bigolive/commerce/purchase"
 
