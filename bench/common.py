@@ -99,3 +99,22 @@ def _fmt(value: object) -> str:
 
 def _numeric(text: str) -> bool:
     return text.replace(",", "").replace(".", "", 1).replace("-", "", 1).replace("x", "").isdigit()
+
+
+def drop_databases(clickhouse: Any, names: Iterable[str]) -> int:
+    """Drop the throw-away ClickHouse databases a benchmark wrote; returns how many there were.
+    ``clickhouse``: the ``ClickHouseSettings`` of the service (the process's own, not a part's)."""
+    from widehouse.clickhouse import connect
+
+    names = sorted(names)
+    if not names:
+        return 0
+    client = connect(clickhouse)
+    try:
+        present = {str(r[0]) for r in client.rows("SELECT name FROM system.databases")}
+        for name in names:
+            if name in present:
+                client.command(f"DROP DATABASE IF EXISTS `{name}` SYNC")
+    finally:
+        client.close()
+    return len(present.intersection(names))
