@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from tests.integration.pulsar_support import publish
+from tests.integration.pulsar_support import drop_namespace, publish
 from widehouse.cli import main as cli_main
+from widehouse.errors import PulsarError
 from widehouse.pulsar.admin import PulsarAdmin
 from widehouse.pulsar.positions import Mark, Position, TopicPartition
 from widehouse.settings import Settings
@@ -149,6 +150,55 @@ def test_locate_lists_the_ledgers_again_only_when_the_kept_list_lacks_the_end(
         view.close()
 
 
+@pytest.mark.parametrize("pipelined", [True, False])
+def test_many_partitions_are_located_side_by_side(
+    services: Settings, ns: str, client: Any, monkeypatch: pytest.MonkeyPatch, pipelined: bool
+) -> None:
+    """A batch's cut partitions are located together: once their ledger lists are kept, each round
+    of probes goes out pipelined, no probe through the admin client. The marks are the ones a reader's
+    ids give, and the same with the pipelined path off (every probe then through the client)."""
+    topic = f"persistent://{ns}/cut"
+    with PulsarAdmin(services.pulsar) as admin:
+        admin.ensure_partitions(topic, 3)
+        for p in range(3):
+            publish(client, f"{topic}-partition-{p}", 12 + p, batch=5)
+            admin.request("PUT", f"persistent/{ns}/cut-partition-{p}/unload")  # a second ledger
+            publish(client, f"{topic}-partition-{p}", 20, tag="b")
+    parts = [TopicPartition(topic, p) for p in range(3)]
+    ids = {tp: all_message_ids(client, tp.name) for tp in parts}
+    if not pipelined:
+        monkeypatch.setattr(PulsarAdmin, "pipelined", lambda self, calls, connections=16: None)
+    probes: list[str] = []
+    respond = PulsarAdmin.response
+
+    def counted(self: PulsarAdmin, method: str, path: str, **call: Any) -> Any:
+        if "/ledger/" in path:
+            probes.append(path)
+        return respond(self, method, path, **call)
+
+    monkeypatch.setattr(PulsarAdmin, "response", counted)
+    view = BrokerView(services.pulsar)
+    try:
+        last, _ = view.last_entries(parts)
+
+        def located(targets: list[int]) -> None:
+            asks = [(tp, Mark(None, -1), last[tp].mark, t) for tp, t in zip(parts, targets, strict=True)]
+            assert view.locate_all(asks) == [
+                Mark(consumed_through(ids[tp], t), t) for tp, t in zip(parts, targets, strict=True)
+            ], targets
+
+        located([3, 14, 30])  # the first locate of a partition lists its ledgers (admin client)
+        probes.clear()
+        for targets in ([1, 2, 3], [11, 12, 13], [12, 20, 33], [31, 32, 33]):
+            located(targets)  # [31, 32, 33]: every last message, answered without a probe
+        if pipelined:
+            assert probes == []
+        else:
+            assert probes
+    finally:
+        view.close()
+
+
 def test_discovery_by_list_pattern_and_partition(services: Settings, ns: str, client: Any) -> None:
     with PulsarAdmin(services.pulsar) as admin:
         admin.ensure_partitions(f"persistent://{ns}/orders", 2)
@@ -170,6 +220,45 @@ def test_discovery_by_list_pattern_and_partition(services: Settings, ns: str, cl
             assert TopicPartition(f"persistent://{ns}/orders", 2) in view.discover(pattern)
         finally:
             view.close()
+
+
+def test_namespaces_are_listed_pipelined(
+    services: Settings, ns: str, client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Discovery lists a pattern's namespaces pipelined (once per batch), not through the admin
+    client; a namespace that does not exist is still the admin client's refusal, named."""
+    other = f"{ns}-b"
+    sent: list[str] = []
+    respond = PulsarAdmin.response
+
+    def counted(self: PulsarAdmin, method: str, path: str, **call: Any) -> Any:
+        sent.append(f"{method} {path}")
+        return respond(self, method, path, **call)
+
+    with PulsarAdmin(services.pulsar) as admin:
+        admin.ensure_namespace(other)
+        try:
+            admin.ensure_partitions(f"persistent://{ns}/orders", 2)
+            publish(client, f"persistent://{other}/orders", 1)
+            view = BrokerView(services.pulsar)
+            monkeypatch.setattr(PulsarAdmin, "response", counted)
+            try:
+                both = TopicSelector(pattern="orders", namespaces=(ns, other))
+                assert view.discover(both) == {
+                    TopicPartition(f"persistent://{ns}/orders", 0),
+                    TopicPartition(f"persistent://{ns}/orders", 1),
+                    TopicPartition(f"persistent://{other}/orders", -1),
+                }
+                assert sent == []
+                missing = TopicSelector(pattern="orders", namespaces=(ns, f"{ns}-missing"))
+                with pytest.raises(PulsarError, match=f"namespace {ns}-missing"):
+                    view.discover(missing)
+                assert sent == [f"GET persistent/{ns}-missing"]  # only the refused one, through the client
+            finally:
+                view.close()
+        finally:
+            monkeypatch.undo()
+            drop_namespace(admin, other)
 
 
 def namespace_controller(services: Settings, ns: str, app: str, **options: str) -> StreamController:

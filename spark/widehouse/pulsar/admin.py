@@ -252,7 +252,8 @@ class PulsarAdmin:
 
     def list_topics(self, namespace: str) -> list[str]:
         """Every persistent topic of a namespace, partitions listed individually."""
-        return sorted(self.request("GET", f"persistent/{namespace}"))
+        call = list_topics_request(namespace)
+        return sorted(self.request(call.method, call.path))
 
     def list_partitioned_topics(self, namespace: str) -> list[str]:
         return sorted(self.request("GET", f"persistent/{namespace}/partitioned"))
@@ -297,8 +298,8 @@ class PulsarAdmin:
 
     def entry_info(self, topic: TopicName | str, ledger: int, entry: int) -> EntryInfo:
         """Position, broker index and message count of one entry (it must exist)."""
-        path = f"{_topic(topic).rest_path}/ledger/{ledger}/entry/{entry}"
-        return entry_from_headers(topic, self.response("HEAD", path).headers)  # headers only, as in examine
+        call = entry_request(topic, ledger, entry)
+        return entry_from_headers(topic, self.response(call.method, call.path).headers)
 
     def message_id_at(self, topic: TopicName | str, publish_ms: int) -> Position:
         """Position of the first entry published at or after ``publish_ms`` (epoch ms); past the
@@ -452,6 +453,16 @@ def examine_request(topic: TopicName | str, which: str) -> Request:
     # HEAD: the answer is in the headers; a GET would also send the entry (gzipped: broker CPU)
     path = f"{_topic(topic).rest_path}/examinemessage"
     return Request("HEAD", path, {"initialPosition": which, "messagePosition": 1})
+
+
+def list_topics_request(namespace: str) -> Request:
+    """:meth:`PulsarAdmin.list_topics`'s call (also sent pipelined by the source, :mod:`.bulk`)."""
+    return Request("GET", f"persistent/{namespace}")
+
+
+def entry_request(topic: TopicName | str, ledger: int, entry: int) -> Request:
+    """:meth:`PulsarAdmin.entry_info`'s call (also sent pipelined by the source, :mod:`.bulk`)."""
+    return Request("HEAD", f"{_topic(topic).rest_path}/ledger/{ledger}/entry/{entry}")  # headers only
 
 
 def create_subscription_request(

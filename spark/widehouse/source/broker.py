@@ -1,33 +1,47 @@
 """What the Pulsar source asks the brokers: which partitions exist, where they end, where message N is.
 
 - **Discovery** lists each namespace once (one REST call returns every persistent topic and every
-  partition that exists), whatever the number of topics, and keeps the selected ones.
+  partition that exists), whatever the number of topics, and keeps the selected ones; several
+  namespaces' lists are asked pipelined.
 - **Ends** of partitions come from ``examinemessage`` (position and broker index of the last
-  entry), in parallel over a small thread pool with one HTTP session per thread.
+  entry), many partitions' asked pipelined, the rest in parallel over a small thread pool with one
+  HTTP session per thread.
 - **Locate** finds the position of the message with a given broker index without reading data:
   an interpolation search over the partition's entries (ledger list from ``internalStats``), each
-  probe one ``ledger/{l}/entry/{e}`` call; usually two or three probes. The ledger list is kept per
-  partition and listed again only when it does not hold the batch's end (a new ledger, or the open
-  one grown past it): ledgers before the last listed one are closed and never change, the last one
-  only grows. ``internalStats`` is the broker's costliest answer here (~16 ms; a stream of small
-  batches asked it for every cut partition of every batch).
+  probe one ``ledger/{l}/entry/{e}`` call; usually two or three probes. A batch's cut partitions
+  are searched side by side, each round of their probes sent pipelined
+  (:meth:`BrokerView.locate_all`). The ledger list is kept per partition and listed again only when
+  it does not hold the batch's end (a new ledger, or the open one grown past it): ledgers before
+  the last listed one are closed and never change, the last one only grows. ``internalStats`` is
+  the broker's costliest answer here (~16 ms; a stream of small batches asked it for every cut
+  partition of every batch).
 
-Everything is plain REST through :class:`~widehouse.pulsar.admin.PulsarAdmin`; no Spark.
+Pipelined requests go through :mod:`widehouse.pulsar.bulk`; whatever cannot go that way (TLS, a
+proxy, an unexpected answer) goes through :class:`~widehouse.pulsar.admin.PulsarAdmin`.
+No Spark here.
 """
 
 from __future__ import annotations
 
 import bisect
+import json
 import re
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
 from widehouse.errors import ConfigError, PulsarError
 from widehouse.pulsar import bulk
-from widehouse.pulsar.admin import PulsarAdmin, TopicNotFoundError, entry_from_headers, examine_request
+from widehouse.pulsar.admin import (
+    PulsarAdmin,
+    TopicNotFoundError,
+    entry_from_headers,
+    entry_request,
+    examine_request,
+    list_topics_request,
+)
 from widehouse.pulsar.auth import PulsarAuthError
 from widehouse.pulsar.positions import EntryInfo, Mark, Position, TopicPartition
 from widehouse.pulsar.topics import TopicName
@@ -36,6 +50,10 @@ from widehouse.settings import PulsarSettings
 T = TypeVar("T")
 R = TypeVar("R")
 _MAX_PROBES = 64
+_Probes = Generator[tuple[int, int], EntryInfo, Mark]
+"""A running locate: yields ``(ledger, entry)`` to probe, is sent the entry there, returns the mark."""
+_Running = tuple[TopicPartition, _Probes, tuple[int, int]]
+"""A search of :meth:`BrokerView.locate_all`: its partition, the search, the probe it waits on."""
 
 
 class DataLossError(PulsarError):
@@ -150,10 +168,30 @@ class BrokerView:
             except PulsarError as exc:
                 raise PulsarError(f"cannot list the topics of namespace {namespace}: {exc}") from exc
 
+        listed = self._listed_pipelined(namespaces)
+        rest = [n for n in namespaces if n not in listed]
+        listed.update(zip(rest, self.map(listing, rest), strict=True))
         chosen: set[TopicPartition] = set()
-        for names in self.map(listing, namespaces):
-            chosen |= selector.select(names)
+        for namespace in namespaces:
+            chosen |= selector.select(listed[namespace])
         return chosen
+
+    def _listed_pipelined(self, namespaces: Sequence[str]) -> dict[str, list[str]]:
+        """The namespaces' topic lists sent pipelined; those answered otherwise than with a list are
+        left out (the admin client asks them again and explains a refusal)."""
+        if len(namespaces) < 2:
+            return {}
+        answers = self.admin().pipelined([list_topics_request(n) for n in namespaces], self.concurrency)
+        out: dict[str, list[str]] = {}
+        for namespace, answer in zip(namespaces, answers or [], strict=False):
+            if isinstance(answer, bulk.Answer) and answer.status == 200:
+                try:
+                    names = json.loads(answer.body)
+                except ValueError:
+                    continue
+                if isinstance(names, list) and all(isinstance(n, str) for n in names):
+                    out[namespace] = sorted(names)
+        return out
 
     # -- ends of partitions --------------------------------------------------------------------
     def last_entries(
@@ -255,8 +293,93 @@ class BrokerView:
             for tp in parts:
                 self._tables.pop(tp, None)
 
+    def locate_all(self, asks: Sequence[tuple[TopicPartition, Mark, Mark, int]]) -> list[Mark]:
+        """:meth:`locate` of many partitions (``(tp, lo, hi, target)`` each), their searches run side
+        by side: each round's probes go out pipelined (:mod:`widehouse.pulsar.bulk`), one per search
+        still running. A search whose partition has no kept ledger list, or whose probe is not
+        answered as expected (an error, a refusal, a stale list), is done again by :meth:`locate`,
+        which lists the ledgers and explains any error."""
+        found: dict[int, Mark] = {}
+        running = self._start_searches(asks, found)
+        while len(running) > 1 and self._pipelined_round(running, found):
+            pass
+        for i, (tp, search, probe) in running.items():  # the last one (or all: nothing pipelined)
+            try:
+                found[i] = self._drive(tp, search, probe)
+            except PulsarError:
+                continue
+        rest = [i for i in range(len(asks)) if i not in found]
+        found.update(zip(rest, self.map(lambda i: self.locate(*asks[i]), rest), strict=True))
+        return [found[i] for i in range(len(asks))]
+
+    def _start_searches(
+        self, asks: Sequence[tuple[TopicPartition, Mark, Mark, int]], found: dict[int, Mark]
+    ) -> dict[int, _Running]:
+        """The searches :meth:`locate_all` can run on kept ledger lists, at their first probe (those
+        answered without a probe go to ``found``; the others are left to :meth:`locate`)."""
+        running: dict[int, _Running] = {}
+        for i, (tp, lo, hi, target) in enumerate(asks):
+            if not lo.index < target <= hi.index or hi.position is None:
+                continue  # locate raises the error
+            if target == hi.index:
+                found[i] = hi
+                continue
+            with self._lock:
+                table = self._tables.get(tp)
+            if table is None or not table.holds(hi.position):
+                continue
+            search = self._probes(tp, table, lo, hi, target)
+            try:
+                running[i] = (tp, search, next(search))
+            except StopIteration as done:
+                found[i] = done.value
+            except PulsarError:
+                continue
+        return running
+
+    def _pipelined_round(self, running: dict[int, _Running], found: dict[int, Mark]) -> bool:
+        """Every running search's next probe, sent pipelined; False when they cannot go that way.
+        A search whose probe is answered otherwise than with its entry leaves ``running``."""
+        order = sorted(running)
+        answers = self.admin().pipelined(
+            [entry_request(running[i][0].name, *running[i][2]) for i in order], self.concurrency
+        )
+        if answers is None:
+            return False
+        for i, answer in zip(order, answers, strict=True):
+            tp, search, _probe = running.pop(i)
+            if not isinstance(answer, bulk.Answer) or answer.status != 200:
+                continue
+            try:
+                running[i] = (tp, search, search.send(entry_from_headers(tp.name, answer.headers)))
+            except StopIteration as done:
+                found[i] = done.value
+            except PulsarError:
+                continue
+        return True
+
     def _search(self, tp: TopicPartition, table: _EntryTable, lo: Mark, hi: Mark, target: int) -> Mark:
-        """:meth:`locate` over the entries ``table`` numbers (``hi`` has a position)."""
+        """:meth:`locate` over the entries ``table`` numbers (``hi`` has a position), one probe at a time."""
+        search = self._probes(tp, table, lo, hi, target)
+        try:
+            probe = next(search)
+        except StopIteration as done:
+            mark: Mark = done.value
+            return mark
+        return self._drive(tp, search, probe)
+
+    def _drive(self, tp: TopicPartition, search: _Probes, probe: tuple[int, int]) -> Mark:
+        """Run ``search`` to its end from ``probe``, one admin-client call per probe."""
+        try:
+            while True:
+                probe = search.send(self.admin().entry_info(tp.name, *probe))
+        except StopIteration as done:
+            mark: Mark = done.value
+            return mark
+
+    def _probes(self, tp: TopicPartition, table: _EntryTable, lo: Mark, hi: Mark, target: int) -> _Probes:
+        """The search of :meth:`_search`: yields each probe's ``(ledger, entry)``, is sent the entry
+        found there, returns the mark; raises :class:`PulsarError` if the index is not there."""
         assert hi.position is not None
         if lo.position is None:
             o_lo, i_lo = -1, lo.index
@@ -275,7 +398,7 @@ class BrokerView:
                 guess = (o_lo + o_hi + 1) // 2
             guess = min(max(guess, o_lo + 1), o_hi)
             ledger, entry = table.position(guess)
-            info = self.admin().entry_info(tp.name, ledger, entry)
+            info = yield ledger, entry
             if info.first_index <= target <= info.index:
                 batch = -1 if target == info.index else target - info.first_index
                 return Mark(Position(ledger, entry, batch), target)

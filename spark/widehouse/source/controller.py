@@ -283,12 +283,12 @@ class StreamController(_Base):
             else:
                 cut.append(tp)
 
-        def locate(tp: TopicPartition) -> Mark:
+        asks = []
+        for tp in cut:
             ceiling = ceilings[tp]
             assert ceiling is not None
-            return self.view.locate(tp, starts[tp], ceiling.mark, starts[tp].index + take[tp])
-
-        marks.update(zip(cut, self.view.map(locate, cut), strict=True))
+            asks.append((tp, starts[tp], ceiling.mark, starts[tp].index + take[tp]))
+        marks.update(zip(cut, self.view.locate_all(asks), strict=True))
         return marks
 
     def report_latest(self) -> dict[str, Any] | None:
