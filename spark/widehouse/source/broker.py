@@ -303,11 +303,17 @@ class BrokerView:
         running = self._start_searches(asks, found)
         while len(running) > 1 and self._pipelined_round(running, found):
             pass
-        for i, (tp, search, probe) in running.items():  # the last one (or all: nothing pipelined)
+        left = sorted(running)  # the last one, or all when nothing can go pipelined (e.g. TLS)
+
+        def finish(i: int) -> Mark | None:
             try:
-                found[i] = self._drive(tp, search, probe)
+                return self._drive(*running[i])
             except PulsarError:
-                continue
+                return None
+
+        for i, mark in zip(left, self.map(finish, left), strict=True):
+            if mark is not None:
+                found[i] = mark
         rest = [i for i in range(len(asks)) if i not in found]
         found.update(zip(rest, self.map(lambda i: self.locate(*asks[i]), rest), strict=True))
         return [found[i] for i in range(len(asks))]
