@@ -182,8 +182,10 @@ class BrokerView:
         if len(namespaces) < 2:
             return {}
         answers = self.admin().pipelined([list_topics_request(n) for n in namespaces], self.concurrency)
+        if answers is None:
+            return {}
         out: dict[str, list[str]] = {}
-        for namespace, answer in zip(namespaces, answers or [], strict=False):
+        for namespace, answer in zip(namespaces, answers, strict=True):
             if isinstance(answer, bulk.Answer) and answer.status == 200:
                 try:
                     names = json.loads(answer.body)
