@@ -243,38 +243,55 @@ def merge(rows: pa.Table, table: WideTable) -> pa.Table:
     plain = [c for c in table.columns if not c.is_pair]
     grouped = rows.group_by(keys, use_threads=False).aggregate([(c.name, c.merge_function) for c in plain])
     grouped = grouped.rename_columns({f"{c.name}_{c.merge_function}": c.name for c in plain})
+    grouped = grouped.sort_by([(k, "ascending") for k in keys])
     pairs = [c for c in table.columns if c.is_pair]
-    for column in pairs:  # joined as flat (ts, v) columns: Arrow joins do not carry structs
-        grouped = grouped.join(_pairs(rows, keys, column.name, column.agg), keys=keys, join_type="left outer")
-    for column in pairs:
-        ts, v = grouped[f"{column.name}__ts"].combine_chunks(), grouped[f"{column.name}__v"].combine_chunks()
-        struct = pa.StructArray.from_arrays(
-            [ts, v], fields=list(rows.schema.field(column.name).type), mask=pc.is_null(ts)
-        )
-        grouped = grouped.append_column(column.name, struct)
+    if pairs:
+        # the partial rows in (key, hour) order: group g holds rows starts[g] .. starts[g + 1] - 1,
+        # the same groups in the same order as the sorted aggregate above
+        key_columns = rows.select(keys)
+        order = pc.sort_indices(key_columns, sort_keys=[(k, "ascending") for k in keys])
+        group, starts = _groups(key_columns.take(order))
+        for column in pairs:
+            best = _best_pairs(rows[column.name].take(order), group, starts, column.agg)
+            grouped = grouped.append_column(column.name, best)
     ordered = grouped.select([*keys, *[c.name for c in table.columns]])
-    result = ordered.sort_by([(k, "ascending") for k in keys])
-    return result.cast(rows.schema)
+    return ordered.cast(rows.schema)
 
 
-def _pairs(rows: pa.Table, keys: list[str], name: str, agg: str) -> pa.Table:
-    """Per (key, hour), the smallest (first) or largest (last) non-null (ts, v) pair of ``name``, as
-    flat columns ``<name>__ts`` and ``<name>__v``."""
-    present = rows.filter(pc.is_valid(rows[name]))
-    pair = present[name].combine_chunks() if present.num_rows else pa.array([], rows.schema.field(name).type)
-    flat = pa.table(
-        {
-            **{k: present[k] for k in keys},
-            "ts": pc.struct_field(pair, "ts"),
-            "v": pc.struct_field(pair, "v"),
-        }
-    )
+def _groups(ordered: pa.Table) -> tuple[pa.Array, pa.Array]:
+    """For rows sorted by all their columns: each row's group number (0, 1, ...) and the row each
+    group starts at. Two nulls are the same value, as in a grouping."""
+    if ordered.num_rows < 2:
+        changed = pa.array([True] * ordered.num_rows)
+    else:
+        flags = []
+        for name in ordered.column_names:
+            values = ordered[name].combine_chunks()
+            after, before = values.slice(1), values.slice(0, len(values) - 1)
+            differs = pc.not_equal(after, before)
+            # null against null: the same group; null against a value: a new one
+            flags.append(pc.fill_null(differs, pc.xor(pc.is_null(after), pc.is_null(before))))
+        new = flags[0]
+        for flag in flags[1:]:
+            new = pc.or_(new, flag)
+        changed = pa.concat_arrays([pa.array([True]), new])
+    group = pc.subtract(pc.cumulative_sum(changed.cast(pa.int64())), 1)
+    return group, pc.indices_nonzero(changed)
+
+
+def _best_pairs(values: pa.ChunkedArray, group: pa.Array, starts: pa.Array, agg: str) -> pa.StructArray:
+    """Per group (see :func:`_groups`, ``values`` in the same row order), the smallest (first) or
+    largest (last) non-null (ts, v) pair by ts then v; null where the group has none."""
+    pairs = values.combine_chunks()
+    ts, v = pc.struct_field(pairs, "ts"), pc.struct_field(pairs, "v")
     order = "ascending" if agg == "first" else "descending"
-    flat = flat.sort_by([*[(k, "ascending") for k in keys], ("ts", order), ("v", order)])
-    best = flat.group_by(keys, use_threads=False).aggregate([("ts", "first"), ("v", "first")])
-    return pa.table(
-        {**{k: best[k] for k in keys}, f"{name}__ts": best["ts_first"], f"{name}__v": best["v_first"]}
-    )
+    ranked = pa.table({"g": group, "missing": pc.is_null(pairs), "ts": ts, "v": v})
+    best = pc.sort_indices(
+        ranked, sort_keys=[("g", "ascending"), ("missing", "ascending"), ("ts", order), ("v", order)]
+    ).take(starts)
+    best_ts, best_v = ts.take(best), v.take(best)
+    # a pair without its time is no pair (as the fold writes them, both are set or neither)
+    return pa.StructArray.from_arrays([best_ts, best_v], fields=list(pairs.type), mask=pc.is_null(best_ts))
 
 
 def side(out: pa.Table, kind: str, app: str, group: str, batch_id: int) -> pa.Table:
