@@ -171,7 +171,8 @@ def settle(out: pa.Table, plan: TransformPlan) -> pa.Table:
         where = pc.indices_nonzero(pc.and_(is_partial, pc.equal(out["wh_table"], name)))
         if len(where) == 0:
             continue
-        names = [table.key_name, "hour", *[c.name for c in table.columns]]
+        # what overflows() reads: the keys and the sum columns
+        names = [table.key_name, "hour", *[c.name for c in table.columns if c.agg == "sum"]]
         rows = out.select([prefix + n for n in names]).take(where).rename_columns(names)
         numbered: dict[tuple[str, Any, dt.datetime], int] = defaultdict(int)
         for found in overflows(rows, table):
