@@ -65,3 +65,29 @@ def test_session_settings_are_applied(spark: Any, settings: Settings) -> None:
     assert conf.get("spark.ui.enabled") == "false"
     assert str(settings.local.vendor_dir / "delta") in conf.get("spark.jars")
     assert spark.conf.get("spark.sql.catalogImplementation") == "hive"
+
+
+def test_python_workers_start_with_the_files_directory_on_their_path(spark: Any) -> None:
+    """A worker whose first task has to add Spark's files directory to ``sys.path`` clears the
+    import caches, and every importer of ``pyspark.zip`` reads the zip's directory again. The
+    session hands the directory (and a query runner's ``streaming_job`` folder) to the processes
+    it starts: the task finds it on the path, after the zips, where ``PYTHONPATH`` put it, not
+    inserted in front of them."""
+    import os
+
+    from pyspark import SparkFiles
+
+    root = SparkFiles.getRootDirectory()
+    paths = spark.sparkContext.environment["PYTHONPATH"].split(os.pathsep)
+    assert root in paths and os.path.join(root, "streaming_job") in paths
+
+    def where(_: Any) -> tuple[int, int]:
+        import sys
+
+        from pyspark import SparkFiles
+
+        zips = [i for i, p in enumerate(sys.path) if p.endswith("pyspark.zip")]
+        return sys.path.index(SparkFiles.getRootDirectory()), zips[0] if zips else -1
+
+    directory, first_zip = spark.sparkContext.parallelize([0], 1).map(where).collect()[0]
+    assert first_zip >= 0 and directory > first_zip
