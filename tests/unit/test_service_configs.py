@@ -61,6 +61,38 @@ def test_pulsar_command_runs_standalone_without_functions_or_stream_storage(tmp_
     assert "-Xmx384m" in env["PULSAR_MEM"]
     assert service.marker in env["PULSAR_EXTRA_OPTS"]
     assert env["PULSAR_STANDALONE_CONF"].startswith(str(tmp_path / "state"))
+    assert env["PULSAR_LOG_CONF"] == str(tmp_path / "state/services/pulsar/conf/log4j2.properties")
+
+
+def test_pulsar_log_config_is_written_with_the_chatty_loggers_quiet(tmp_path: Path) -> None:
+    """The broker's console log (appended to the service's log file, never rotated) keeps INFO but
+    not a line per admin request or per reader opened and closed."""
+    home = tmp_path / "vendor" / "pulsar" / "apache-pulsar-4.0.8"
+    (home / "bin").mkdir(parents=True)
+    (home / "bin" / "pulsar").write_text("#!/bin/sh\n")
+    (home / "conf").mkdir()
+    (home / "conf" / "standalone.conf").write_text("bindAddress=0.0.0.0\n")
+    local = LocalServicesSettings(state_dir=tmp_path / "state", vendor_dir=tmp_path / "vendor")
+    service = PulsarStandalone(local)
+    service.prepare()
+    props = dict(
+        line.split(" = ", 1)
+        for line in Path(service.environment()["PULSAR_LOG_CONF"]).read_text().splitlines()
+    )
+    assert props["rootLogger"] == "INFO, console"
+    assert props["appender.console.target"] == "SYSTEM_OUT"
+    levels = {
+        name: props[key.removesuffix(".name") + ".level"]
+        for key, name in props.items()
+        if key.startswith("logger.") and key.endswith(".name")
+    }
+    for chatty in (
+        "org.eclipse.jetty.server.RequestLog",
+        "org.apache.pulsar.broker.service.ServerCnx",
+        "org.apache.pulsar.broker.service.Consumer",
+        "org.apache.bookkeeper.mledger.impl",
+    ):
+        assert levels[chatty] == "WARN"
 
 
 def test_hbase_site_is_standalone_on_loopback(tmp_path: Path) -> None:
