@@ -15,7 +15,8 @@ import pytest
 
 from widehouse.errors import ConfigError, PortInUseError, ServiceError
 from widehouse.services import LocalService, ManagedProcess, PortSpec, ProcessSpec, ServiceManager
-from widehouse.services.process import find_marked_pids, port_is_open
+from widehouse.services import process as process_module
+from widehouse.services.process import find_marked_pids, port_is_open, rotate_log
 from widehouse.settings import LocalServicesSettings
 
 
@@ -287,5 +288,46 @@ def test_up_missing_leaves_services_answering_for_someone_else_alone(
         assert manager.up_missing() == ["b"]
         assert manager.up_missing() == []  # everything answers now
         assert [s.state for s in manager.status()] == ["stopped", "running"]
+    finally:
+        manager.down()
+
+
+def test_rotate_log_shifts_generations_and_drops_the_oldest(tmp_path: Path) -> None:
+    log = tmp_path / "svc.log"
+    for name, text in {"svc.log": "live-0123456789", "svc.log.1": "one", "svc.log.2": "two"}.items():
+        (tmp_path / name).write_text(text)
+
+    assert rotate_log(log, max_bytes=10, keep=2)
+
+    assert not log.exists()
+    assert (tmp_path / "svc.log.1").read_text() == "live-0123456789"
+    assert (tmp_path / "svc.log.2").read_text() == "one"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["svc.log.1", "svc.log.2"]
+
+
+def test_rotate_log_leaves_a_small_or_missing_log_alone(tmp_path: Path) -> None:
+    log = tmp_path / "svc.log"
+    assert not rotate_log(log, max_bytes=10, keep=3)
+    log.write_text("123456789")  # 9 bytes, under the limit
+    assert not rotate_log(log, max_bytes=10, keep=3)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["svc.log"]
+    with pytest.raises(ValueError, match="keep must be at least 1, got 0"):
+        rotate_log(log, max_bytes=1, keep=0)
+
+
+def test_a_start_rotates_a_large_captured_log(
+    local: LocalServicesSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(process_module, "LOG_ROTATE_BYTES", 1000)
+    service = TinyService(local, "chatty", free_port())
+    log = service.process.spec.log_file
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("x" * 1000 + "\nthe last run's final line\n")
+    manager = ServiceManager(local, services=[service])
+    try:
+        manager.up()
+        assert "the last run's final line" in log.with_name("chatty.log.1").read_text()
+        assert "the last run's final line" not in log.read_text()
+        assert "==== widehouse: starting chatty" in log.read_text()
     finally:
         manager.down()

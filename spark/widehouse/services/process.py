@@ -31,6 +31,11 @@ from widehouse.services.pids import group_members, pid_alive, signal_group, star
 HealthProbe = Callable[[], str | None]
 """Returns None when healthy, else a short reason why not (yet)."""
 
+LOG_ROTATE_BYTES = 64 * 1024 * 1024
+"""A captured log at least this large is rotated when its process next starts."""
+LOG_GENERATIONS = 3
+"""Rotated logs kept beside the live one (``<name>.log.1`` newest ... ``.3`` oldest)."""
+
 
 @dataclass(frozen=True)
 class PortSpec:
@@ -67,6 +72,33 @@ def tail(path: Path, lines: int = 40) -> str:
     except FileNotFoundError:
         return ""
     return "\n".join(data.splitlines()[-lines:])
+
+
+def rotate_log(path: Path, max_bytes: int = LOG_ROTATE_BYTES, keep: int = LOG_GENERATIONS) -> bool:
+    """Move ``path`` to ``path.1`` (and each older generation one further, the oldest dropped) when
+    it holds ``max_bytes`` or more. True if it was rotated.
+
+    A service's console goes straight from its process to this file, so nothing can rotate it
+    while the process runs; it is rotated when the process next starts. That bounds the logs of a
+    service restarted now and then to ``keep + 1`` files of about ``max_bytes`` each, plus what the
+    running process writes."""
+    if keep < 1:
+        raise ValueError(f"keep must be at least 1, got {keep}")
+    try:
+        if path.stat().st_size < max_bytes:
+            return False
+    except FileNotFoundError:
+        return False
+
+    def generation(number: int) -> Path:
+        return path.with_name(f"{path.name}.{number}")
+
+    generation(keep).unlink(missing_ok=True)
+    for number in range(keep - 1, 0, -1):
+        if generation(number).exists():
+            generation(number).replace(generation(number + 1))
+    path.replace(generation(1))
+    return True
 
 
 def log4j2_console(levels: Mapping[str, str]) -> str:
@@ -206,6 +238,7 @@ class ManagedProcess:
         spec.pid_file.parent.mkdir(parents=True, exist_ok=True)
         spec.cwd.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, **spec.env}
+        rotate_log(spec.log_file, LOG_ROTATE_BYTES, LOG_GENERATIONS)
         with spec.log_file.open("ab") as log:
             log.write(f"\n==== widehouse: starting {spec.name} at {time.strftime('%F %T')} ====\n".encode())
             log.flush()
