@@ -16,6 +16,7 @@ Pure values: used by the admin client and by the Spark source (:mod:`widehouse.s
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import NamedTuple
 
 from widehouse.pulsar.topics import PARTITION_SUFFIX, TopicName
@@ -38,12 +39,19 @@ class TopicPartition(NamedTuple):
     @classmethod
     def of(cls, name: str) -> TopicPartition:
         """Split a listed topic name (``...-partition-3`` or a plain topic)."""
-        parsed = TopicName.parse(name)
-        index = parsed.partition_index
-        return cls(str(parsed.base), -1 if index is None else index)
+        return cls(*_split(name))
 
     def __str__(self) -> str:
         return self.name
+
+
+@lru_cache(maxsize=1 << 16)
+def _split(name: str) -> tuple[str, int]:
+    """``(base topic, partition or -1)`` of a topic name, kept: a source splits every listed name of
+    its namespaces at every trigger (thousands with many topics)."""
+    parsed = TopicName.parse(name)
+    index = parsed.partition_index
+    return str(parsed.base), -1 if index is None else index
 
 
 @dataclass(frozen=True, order=True)

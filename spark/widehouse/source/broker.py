@@ -30,6 +30,7 @@ import threading
 from collections.abc import Callable, Generator, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TypeVar
 
 from widehouse.errors import ConfigError, PulsarError
@@ -100,17 +101,21 @@ class TopicSelector:
                 if regex.fullmatch(tp.topic if full else local):
                     chosen.add(tp)
             return chosen
-        wanted_bases = {
-            str(TopicName.parse(t)) for t in self.topics if TopicName.parse(t).partition_index is None
-        }
-        wanted_parts = {
-            TopicPartition.of(t) for t in self.topics if TopicName.parse(t).partition_index is not None
-        }
+        wanted_bases, wanted_parts = self._wanted
         for name in listed:
             tp = TopicPartition.of(name)
             if tp.topic in wanted_bases or tp in wanted_parts:
                 chosen.add(tp)
         return chosen
+
+    @cached_property
+    def _wanted(self) -> tuple[frozenset[str], frozenset[TopicPartition]]:
+        """The explicit topics as (whole topics, single partitions), parsed once: :meth:`select`
+        runs at every trigger and for every partition a query lost."""
+        names = [TopicName.parse(t) for t in self.topics]
+        bases = frozenset(str(n) for n in names if n.partition_index is None)
+        parts = frozenset(TopicPartition.of(str(n)) for n in names if n.partition_index is not None)
+        return bases, parts
 
 
 class BrokerView:

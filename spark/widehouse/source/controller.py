@@ -150,7 +150,8 @@ class StreamController(_Base):
         parts = self.view.discover(self.options.selector)
         ends, missing = self._ends(sorted(parts))
         gone = {tp for tp in known if tp not in parts} | (missing & set(known))
-        deselected = {tp for tp in gone if not self.options.selector.select([tp.name])}
+        still_selected = self.options.selector.select([tp.name for tp in gone])
+        deselected = {tp for tp in gone if tp not in still_selected}
         for tp in sorted(deselected):
             log.info("%s is no longer selected (moved to another group); dropped from the query", tp)
         self._report_gone(gone - deselected, known)

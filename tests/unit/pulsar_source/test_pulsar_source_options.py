@@ -10,6 +10,7 @@ import pytest
 from widehouse.errors import ConfigError
 from widehouse.pulsar.positions import Position, TopicPartition
 from widehouse.settings import PulsarSettings
+from widehouse.source.broker import TopicSelector
 from widehouse.source.offsets import PositionSpec
 from widehouse.source.options import NO_LIMIT, parse_options, source_options
 
@@ -132,3 +133,32 @@ def test_read_config_carries_only_what_executors_need() -> None:
     assert config.fail_on_data_loss is False and config.receiver_queue_size == 50
     assert "secret-token" not in repr(config)
     assert NO_LIMIT > 10**15
+
+
+def test_explicit_topics_select_whole_topics_and_single_partitions_from_a_listing() -> None:
+    selector = TopicSelector(topics=(A, "persistent://t/ns/b-partition-1", "persistent://t/ns/plain"))
+    listed = [
+        f"{A}-partition-0",
+        f"{A}-partition-1",
+        "persistent://t/ns/b-partition-0",
+        "persistent://t/ns/b-partition-1",
+        "persistent://t/ns/plain",
+        "persistent://t/ns/other-partition-0",
+    ]
+    expected = {
+        TopicPartition(A, 0),
+        TopicPartition(A, 1),
+        TopicPartition("persistent://t/ns/b", 1),
+        TopicPartition("persistent://t/ns/plain", -1),
+    }
+    assert selector.select(listed) == expected
+    # asked again (every trigger), and after a trip to another process: the same answer
+    assert selector.select(listed) == expected
+    assert pickle.loads(pickle.dumps(selector)).select(reversed(listed)) == expected
+    assert selector.select([]) == set()
+
+
+def test_a_pattern_selects_by_local_name_and_skips_system_topics() -> None:
+    selector = TopicSelector(pattern="_*(a|b)", namespaces=("t/ns",))  # would match __a
+    listed = [f"{A}-partition-0", "persistent://t/ns/b", "persistent://t/ns/ab", "persistent://t/ns/__a"]
+    assert selector.select(listed) == {TopicPartition(A, 0), TopicPartition("persistent://t/ns/b", -1)}
