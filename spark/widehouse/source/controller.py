@@ -177,7 +177,8 @@ class StreamController(_Base):
         keeper = self.keeper
         if keeper is not None:
             keeper.detach(gone)
-            keeper.attach({tp: starts.get(tp, Mark(None, -1)) for tp in live if tp not in keeper.attached})
+            attached = keeper.attached  # a copy each time it is read
+            keeper.attach({tp: starts.get(tp, Mark(None, -1)) for tp in live if tp not in attached})
         end = SourceOffset(entries, app=self.options.app_id or "")
         self._report = _report(entries)
         if (start.initial and not entries) or (not start.initial and end.same_positions(start)):
