@@ -34,7 +34,7 @@ from typing import Protocol
 from widehouse.contracts.identity import spark_app_name
 from widehouse.errors import ConfigError, OrchestrationError
 from widehouse.planner import Plan, plan_to_dict
-from widehouse.services.process import ManagedProcess, ProcessSpec, tail
+from widehouse.services.process import ManagedProcess, ProcessSpec, rotate_log, tail
 from widehouse.settings import Settings
 from widehouse.spark.shipping import ENV_NAME, ENV_PYTHON
 
@@ -137,6 +137,7 @@ class LocalLauncher:
         process = self.process(group)
         argv = [*process.spec.argv, "--available-now"]
         log_file = group_dir(self.settings, group) / "stream.log"
+        rotate_log(log_file)  # before this run's output, which the group's start then keeps
         with log_file.open("a") as log:
             log.write(f"==== widehouse: finishing batch {pending} of {group} before a plan change ====\n")
             log.flush()

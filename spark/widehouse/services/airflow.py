@@ -34,7 +34,7 @@ from widehouse.contracts.identity import CLICKHOUSE_CONNECTION
 from widehouse.errors import ConfigError, ServiceError
 from widehouse.services.base import LocalService
 from widehouse.services.manager import ServiceManager, ServiceStatus
-from widehouse.services.process import PortSpec, tail
+from widehouse.services.process import PortSpec, rotate_log, tail
 from widehouse.settings import AirflowSettings, LocalServicesSettings
 
 API_SERVER = "airflow-api-server"
@@ -253,6 +253,7 @@ COMPONENTS: tuple[type[AirflowComponent], ...] = (
 def migrate(airflow: AirflowSettings, env: dict[str, str], log_file: Path) -> None:
     """``airflow db migrate`` (idempotent); its output goes to the API server's log."""
     log_file.parent.mkdir(parents=True, exist_ok=True)
+    rotate_log(log_file)  # before this run's output, which the API server's start then keeps
     with log_file.open("ab") as log:
         log.write(b"\n==== widehouse: airflow db migrate ====\n")
         log.flush()

@@ -74,14 +74,18 @@ def tail(path: Path, lines: int = 40) -> str:
     return "\n".join(data.splitlines()[-lines:])
 
 
-def rotate_log(path: Path, max_bytes: int = LOG_ROTATE_BYTES, keep: int = LOG_GENERATIONS) -> bool:
+def rotate_log(path: Path, max_bytes: int | None = None, keep: int | None = None) -> bool:
     """Move ``path`` to ``path.1`` (and each older generation one further, the oldest dropped) when
-    it holds ``max_bytes`` or more. True if it was rotated.
+    it holds ``max_bytes`` (default :data:`LOG_ROTATE_BYTES`) or more, keeping ``keep`` (default
+    :data:`LOG_GENERATIONS`) rotated files. True if it was rotated. Called by whatever is about to
+    append to a captured log, before it writes.
 
     A service's console goes straight from its process to this file, so nothing can rotate it
     while the process runs; it is rotated when the process next starts. That bounds the logs of a
     service restarted now and then to ``keep + 1`` files of about ``max_bytes`` each, plus what the
     running process writes."""
+    max_bytes = LOG_ROTATE_BYTES if max_bytes is None else max_bytes
+    keep = LOG_GENERATIONS if keep is None else keep
     if keep < 1:
         raise ValueError(f"keep must be at least 1, got {keep}")
     try:
@@ -238,7 +242,7 @@ class ManagedProcess:
         spec.pid_file.parent.mkdir(parents=True, exist_ok=True)
         spec.cwd.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, **spec.env}
-        rotate_log(spec.log_file, LOG_ROTATE_BYTES, LOG_GENERATIONS)
+        rotate_log(spec.log_file)
         with spec.log_file.open("ab") as log:
             log.write(f"\n==== widehouse: starting {spec.name} at {time.strftime('%F %T')} ====\n".encode())
             log.flush()
