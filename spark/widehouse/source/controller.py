@@ -343,7 +343,9 @@ class StreamController(_Base):
 
         Under AvailableNow a partition already read to its target keeps the end last seen: nothing
         past the target is read in this run, so its last message id is not asked (a third of the
-        asks of an average batch; a thousand at the run's last trigger with 1,000 partitions)."""
+        asks of an average batch; a thousand at the run's last trigger with 1,000 partitions).
+        Deleting such a partition is still noticed (discovery); recreating it is noticed by the
+        next run, which has something of it to read."""
         keeper = self.keeper
         fresh, self._fresh = self._fresh, set()
         done = {tp for tp in parts if tp in self._last and self._drained(tp, known)}
