@@ -331,3 +331,18 @@ def test_a_start_rotates_a_large_captured_log(
         assert "==== widehouse: starting chatty" in log.read_text()
     finally:
         manager.down()
+
+
+def test_a_log_that_cannot_be_rotated_is_appended_to(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    log = tmp_path / "svc.log"
+    log.write_text("0123456789")
+    blocker = tmp_path / "svc.log.1"
+    blocker.mkdir()
+    (blocker / "inside").write_text("a directory where the newest rotated log would go")
+
+    assert not rotate_log(log, max_bytes=10, keep=1)
+
+    assert log.read_text() == "0123456789"
+    assert "could not rotate" in caplog.text and str(log) in caplog.text

@@ -14,6 +14,7 @@ inherits the session's mark and is recorded in its pid set (:mod:`widehouse.serv
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import socket
@@ -27,6 +28,8 @@ from widehouse.errors import PortInUseError, ServiceError
 from widehouse.services import ownership
 from widehouse.services.pids import cmdline as _cmdline
 from widehouse.services.pids import group_members, pid_alive, signal_group, start_time
+
+log = logging.getLogger("widehouse.services")
 
 HealthProbe = Callable[[], str | None]
 """Returns None when healthy, else a short reason why not (yet)."""
@@ -97,11 +100,15 @@ def rotate_log(path: Path, max_bytes: int | None = None, keep: int | None = None
     def generation(number: int) -> Path:
         return path.with_name(f"{path.name}.{number}")
 
-    generation(keep).unlink(missing_ok=True)
-    for number in range(keep - 1, 0, -1):
-        if generation(number).exists():
-            generation(number).replace(generation(number + 1))
-    path.replace(generation(1))
+    try:
+        generation(keep).unlink(missing_ok=True)
+        for number in range(keep - 1, 0, -1):
+            if generation(number).exists():
+                generation(number).replace(generation(number + 1))
+        path.replace(generation(1))
+    except OSError as exc:  # a log that cannot be moved must not stop a service from starting
+        log.warning("could not rotate %s (appending to it instead): %s", path, exc)
+        return False
     return True
 
 
