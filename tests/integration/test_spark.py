@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -65,6 +66,36 @@ def test_session_settings_are_applied(spark: Any, settings: Settings) -> None:
     assert conf.get("spark.ui.enabled") == "false"
     assert str(settings.local.vendor_dir / "delta") in conf.get("spark.jars")
     assert spark.conf.get("spark.sql.catalogImplementation") == "hive"
+
+
+def test_a_query_started_in_a_pool_runs_its_batches_there(spark: Any, tmp_path: Path) -> None:
+    """What a stream group's query gets (``start_in_pool``): its batches' jobs are scheduled in the
+    group's pool under the session's FAIR scheduler, and the starting thread's pool is put back."""
+    from widehouse.stream.spark.job import start_in_pool
+
+    pool = f"g-{uuid.uuid4().hex[:8]}"
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "a.json").write_text('{"n": 1}\n{"n": 2}\n')
+    seen: list[tuple[str | None, int]] = []
+
+    def batch(df: Any, _batch_id: int) -> None:
+        seen.append((df.sparkSession.sparkContext.getLocalProperty("spark.scheduler.pool"), df.count()))
+
+    writer = (
+        spark.readStream.schema("n long")
+        .json(str(source))
+        .writeStream.option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .foreachBatch(batch)
+        .trigger(availableNow=True)
+    )
+    query = start_in_pool(spark, pool, writer.start)
+    assert spark.sparkContext.getLocalProperty("spark.scheduler.pool") is None
+    query.awaitTermination(60)
+    assert spark.sparkContext.getConf().get("spark.scheduler.mode") == "FAIR"
+    assert seen == [(pool, 2)]
+    # the scheduler made the pool when the batch's tasks were submitted to it
+    assert spark.sparkContext._jsc.sc().getPoolForName(pool).isDefined()
 
 
 def test_python_workers_start_with_the_files_directory_on_their_path(spark: Any) -> None:

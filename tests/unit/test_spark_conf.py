@@ -28,6 +28,15 @@ def test_local_conf_has_delta_hive_and_small_footprint(tmp_path: Path) -> None:
     assert conf["spark.sql.session.timeZone"] == "UTC"
     assert conf["spark.jars"] == "/j/delta.jar"
     assert conf["spark.pyspark.python"] == sys.executable
+    # a stream's groups share the cores (each runs in a pool of its own)
+    assert conf["spark.scheduler.mode"] == "FAIR"
+
+
+def test_a_user_can_put_the_scheduler_back_to_fifo(tmp_path: Path) -> None:
+    s = load_settings(
+        {"WIDEHOUSE_STATE_DIR": str(tmp_path), "WIDEHOUSE_SPARK_CONF": "spark.scheduler.mode=FIFO"}
+    )
+    assert spark_conf(s, "app")["spark.scheduler.mode"] == "FIFO"
 
 
 def test_embedded_metastore_is_an_explicit_opt_in(tmp_path: Path) -> None:

@@ -56,6 +56,10 @@ def spark_conf(
         # Spark's default, stated: a micro-batch's Python tasks (the pulsar reader, mapInArrow) reuse
         # their worker processes, so the source's cached readers and clients survive across batches
         "spark.python.worker.reuse": "true",
+        # pools share the cores fairly: each stream group's jobs run in a pool of its own
+        # (widehouse.stream.spark.job), so one group's batch no longer queues behind all of another
+        # group's tasks; a job without a pool runs in the default pool, first in first out, as before
+        "spark.scheduler.mode": "FAIR",
     }
     if spark.jars:
         conf["spark.jars"] = ",".join(spark.jars)

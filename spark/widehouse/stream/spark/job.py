@@ -20,11 +20,13 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
+import tempfile
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from xml.sax.saxutils import quoteattr
 
 from widehouse import clickhouse
 from widehouse.catalog import Catalog, load_catalog
@@ -88,15 +90,22 @@ class StreamApp:
             from widehouse.spark.session import build_session
 
             label = self.groups[0].name if len(self.groups) == 1 else f"{len(self.groups)}-groups"
-            # no tables by name here (Delta by path, checkpoints through Hadoop): an in-memory
-            # catalog keeps a long-running stream off the local embedded Derby metastore, which
-            # admits one process and is the finalize and daily jobs' (they register silver tables)
-            self._spark = build_session(
-                self.settings,
-                f"widehouse-stream-{label}",
-                {"spark.sql.catalogImplementation": "in-memory"},
-                workload="stream",  # C1 only under `auto`: a quicker start, the same running cost
-            )
+            with tempfile.TemporaryDirectory(prefix="widehouse-pools-") as folder:
+                pools = Path(folder) / "pools.xml"
+                pools.write_text(pools_xml([g.name for g in self.groups]))
+                # no tables by name here (Delta by path, checkpoints through Hadoop): an in-memory
+                # catalog keeps a long-running stream off the local embedded Derby metastore, which
+                # admits one process and is the finalize and daily jobs' (they register silver tables)
+                self._spark = build_session(
+                    self.settings,
+                    f"widehouse-stream-{label}",
+                    # the groups' pools (start_in_pool), read once as the scheduler starts
+                    {
+                        "spark.sql.catalogImplementation": "in-memory",
+                        "spark.scheduler.allocation.file": pools.as_uri(),
+                    },
+                    workload="stream",  # C1 only under `auto`: a quicker start, the same running cost
+                )
         return self._spark
 
     def _launch_spark(self) -> threading.Thread:
@@ -168,7 +177,7 @@ class StreamApp:
             writer_stream = writer_stream.trigger(availableNow=True)
         else:
             writer_stream = writer_stream.trigger(processingTime=f"{stream.trigger_seconds} seconds")
-        query = writer_stream.start()
+        query = start_in_pool(self.spark, group.name, writer_stream.start)
         log.info("group %s: started (%d topics, checkpoint %s)", group.name, len(group.topics), checkpoint)
         return query
 
@@ -326,6 +335,38 @@ class StreamApp:
             except Exception as exc:  # stopping must not hide why we stop
                 log.warning("group %s: stop failed: %s", name, exc)
         self.queries.clear()
+
+
+def pools_xml(groups: list[str]) -> str:
+    """Spark's fair scheduler allocations: a pool per group, equal weights, its own jobs in order.
+
+    Declared rather than left to Spark, which makes the same pools on first use but warns about
+    each one as a configuration mistake."""
+    entries = "".join(
+        f"  <pool name={quoteattr(name)}><schedulingMode>FIFO</schedulingMode>"
+        "<weight>1</weight><minShare>0</minShare></pool>\n"
+        for name in groups
+    )
+    return f'<?xml version="1.0"?>\n<allocations>\n{entries}</allocations>\n'
+
+
+def start_in_pool(spark: Any, pool: str, start: Callable[[], Any]) -> Any:
+    """``start()`` (a query's start) with the calling thread in scheduler pool ``pool``; the thread's
+    pool is put back afterwards.
+
+    A query's thread inherits the pool, so every job of its batches (the reading tasks, run by
+    ``foreachBatch``) is scheduled in it. Under ``spark.scheduler.mode=FAIR`` (Widehouse's default)
+    the groups of one app then share the cores: without it, a group whose batch is planned a moment
+    after another's waits for all of that batch's tasks (a 2-group drain was decided by its later,
+    larger group). Pools are created on first use, equal weights; under FIFO the pool is ignored.
+    """
+    context = spark.sparkContext
+    before = context.getLocalProperty("spark.scheduler.pool")
+    context.setLocalProperty("spark.scheduler.pool", pool)
+    try:
+        return start()
+    finally:
+        context.setLocalProperty("spark.scheduler.pool", before)
 
 
 def _committed_batch(query: Any) -> int | None:
