@@ -358,7 +358,8 @@ def start_in_pool(spark: Any, pool: str, start: Callable[[], Any]) -> Any:
     ``foreachBatch``) is scheduled in it. Under ``spark.scheduler.mode=FAIR`` (Widehouse's default)
     the groups of one app then share the cores: without it, a group whose batch is planned a moment
     after another's waits for all of that batch's tasks (a 2-group drain was decided by its later,
-    larger group). Pools are created on first use, equal weights; under FIFO the pool is ignored.
+    larger group). The app declares its groups' pools (:func:`pools_xml`); Spark makes a pool it was
+    not told of on first use, with the same defaults and a warning. Under FIFO the pool is ignored.
     """
     context = spark.sparkContext
     before = context.getLocalProperty("spark.scheduler.pool")
