@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
-from widehouse.stream.spark.job import pools_xml
+from tests.conftest import settings_for
+from widehouse.stream.options import GroupSpec
+from widehouse.stream.spark.job import pools_xml, session_overrides
 
 
 def test_each_group_gets_a_pool_of_equal_weight_that_runs_its_own_jobs_in_order() -> None:
@@ -20,3 +23,21 @@ def test_each_group_gets_a_pool_of_equal_weight_that_runs_its_own_jobs_in_order(
 def test_a_group_name_is_quoted_in_the_file() -> None:
     root = ET.fromstring(pools_xml(['a"<b>&c']))
     assert [p.get("name") for p in root.findall("pool")] == ['a"<b>&c']
+
+
+def test_the_app_declares_its_groups_pools_in_a_file_of_its_own(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path)
+    conf = session_overrides(settings, [GroupSpec("g001", ("a",)), GroupSpec("g002", ("b",))], tmp_path)
+    assert conf["spark.sql.catalogImplementation"] == "in-memory"
+    pools = ET.parse(tmp_path / "pools.xml").getroot()
+    assert conf["spark.scheduler.allocation.file"] == (tmp_path / "pools.xml").as_uri()
+    assert [p.get("name") for p in pools.findall("pool")] == ["g001", "g002"]
+
+
+def test_a_users_own_allocation_file_is_kept(tmp_path: Path) -> None:
+    settings = settings_for(
+        tmp_path, WIDEHOUSE_SPARK_CONF="spark.scheduler.allocation.file=file:///etc/pools.xml"
+    )
+    conf = session_overrides(settings, [GroupSpec("g001", ("a",))], tmp_path)
+    assert "spark.scheduler.allocation.file" not in conf  # the user's, from the settings' conf
+    assert not (tmp_path / "pools.xml").exists()

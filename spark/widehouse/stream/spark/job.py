@@ -24,6 +24,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import quoteattr
@@ -44,6 +45,8 @@ from widehouse.stream.spark.warmup import warm_workers
 from widehouse.stream.tables import ensure_clickhouse
 
 log = logging.getLogger("widehouse.stream")
+
+ALLOCATION_FILE = "spark.scheduler.allocation.file"
 
 
 class StreamApp:
@@ -91,19 +94,10 @@ class StreamApp:
 
             label = self.groups[0].name if len(self.groups) == 1 else f"{len(self.groups)}-groups"
             with tempfile.TemporaryDirectory(prefix="widehouse-pools-") as folder:
-                pools = Path(folder) / "pools.xml"
-                pools.write_text(pools_xml([g.name for g in self.groups]))
-                # no tables by name here (Delta by path, checkpoints through Hadoop): an in-memory
-                # catalog keeps a long-running stream off the local embedded Derby metastore, which
-                # admits one process and is the finalize and daily jobs' (they register silver tables)
                 self._spark = build_session(
                     self.settings,
                     f"widehouse-stream-{label}",
-                    # the groups' pools (start_in_pool), read once as the scheduler starts
-                    {
-                        "spark.sql.catalogImplementation": "in-memory",
-                        "spark.scheduler.allocation.file": pools.as_uri(),
-                    },
+                    session_overrides(self.settings, self.groups, Path(folder)),
                     workload="stream",  # C1 only under `auto`: a quicker start, the same running cost
                 )
         return self._spark
@@ -223,8 +217,30 @@ class StreamApp:
             private_dir(Path(root))  # checkpoints hold offsets and state: this user's only
         self._started = time.monotonic()
         warm_workers(self.spark, plan, topics)  # in the background, while the queries plan their first batch
-        for group in self.groups:
-            self.queries[group.name] = self._start(group)
+        self._start_all(self.groups)
+
+    def _start_all(self, groups: list[GroupSpec]) -> None:
+        """Start the groups' queries side by side, each from a thread of its own.
+
+        A query plans its first batch a second or so after its start: its source's planner is a
+        Python process of its own, which starts, looks its topics up and asks for their last
+        messages. Started one after the other, a later group planned its first batch up to a second
+        after the first group, which ran alone meanwhile. Every query that started is in
+        :attr:`queries` (so :meth:`stop` stops it) before the first failure is raised again.
+        """
+        if len(groups) == 1:
+            self.queries[groups[0].name] = self._start(groups[0])
+            return
+        with ThreadPoolExecutor(len(groups), thread_name_prefix="widehouse-start") as starting:
+            futures = {g.name: starting.submit(self._start, g) for g in groups}
+        failures = []
+        for name, future in futures.items():
+            try:
+                self.queries[name] = future.result()
+            except Exception as exc:
+                failures.append(exc)
+        if failures:
+            raise failures[0]
 
     def request_stop(self, *_: Any) -> None:
         """Signal handler: ask the run loop to stop (safe to call from any thread)."""
@@ -335,6 +351,24 @@ class StreamApp:
             except Exception as exc:  # stopping must not hide why we stop
                 log.warning("group %s: stop failed: %s", name, exc)
         self.queries.clear()
+
+
+def session_overrides(settings: Settings, groups: list[GroupSpec], folder: Path) -> dict[str, str]:
+    """What a stream app's Spark session sets over the settings' conf.
+
+    No tables by name (Delta by path, checkpoints through Hadoop): an in-memory catalog keeps a
+    long-running stream off the local embedded Derby metastore, which admits one process and is the
+    finalize and daily jobs' (they register silver tables). The groups' scheduler pools
+    (:func:`start_in_pool`) are declared in an allocation file written to ``folder`` (Spark reads it
+    once, as the session starts), unless the user's conf names a file of its own: theirs is kept,
+    and a group's pool it does not declare gets Spark's defaults.
+    """
+    overrides = {"spark.sql.catalogImplementation": "in-memory"}
+    if ALLOCATION_FILE not in dict(settings.spark.extra_conf):
+        pools = folder / "pools.xml"
+        pools.write_text(pools_xml([g.name for g in groups]))
+        overrides[ALLOCATION_FILE] = pools.as_uri()
+    return overrides
 
 
 def pools_xml(groups: list[str]) -> str:
