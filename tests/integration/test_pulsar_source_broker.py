@@ -690,3 +690,50 @@ def test_kept_readers_carry_on_across_batches_even_a_batch_behind(
     # ~50 messages a partition behind: carried on through the gap, or new ones when that is too far;
     # batch 4 carries on with batch 3's
     assert len(created) == subscribed, created
+
+
+def test_kept_readers_of_a_deleted_topic_are_closed_at_the_next_sweep(
+    services: Settings, ns: str, client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kept reader whose topic is deleted loses its connection and would look the topic up again
+    and again until the idle cutoff (an error in the log each time): the janitor's next sweep
+    closes it. Connected readers stay until they are idle for ``_KEPT_IDLE_S``."""
+    from widehouse.source import reader as reader_module
+
+    monkeypatch.setattr(reader_module, "_KEPT", type(reader_module._KEPT)())  # this test's readers only
+    with PulsarAdmin(services.pulsar) as admin:
+        admin.ensure_partitions(f"persistent://{ns}/gone", 2)
+        sent = publish(client, f"persistent://{ns}/gone", 40)
+        sent += publish(client, f"persistent://{ns}/stays", 10)
+        admin.set_auto_topic_creation(ns, False)  # the readers' reconnects must not bring it back
+        controller = namespace_controller(services, ns, "sweep", durableSubscription="false")
+        try:
+            start = controller.initial_offset()
+            tasks = controller.plan(start, controller.latest_offset(start, None))
+        finally:
+            controller.stop()
+        config = controller.options.read_config
+        read = [
+            v.decode()
+            for task in tasks
+            for b in read_task(task, config)
+            for v in b.column("value").to_pylist()
+        ]
+        assert sorted(read) == sorted(sent)
+        kept = {key[2]: entry[0] for key, entry in reader_module._KEPT.items()}
+        assert sorted(kept) == [
+            f"persistent://{ns}/gone-partition-0",
+            f"persistent://{ns}/gone-partition-1",
+            f"persistent://{ns}/stays",
+        ]
+        assert reader_module._sweep(time.monotonic()) == 0  # connected and just used
+        admin.delete_topic(f"persistent://{ns}/gone")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(
+        kept[f"persistent://{ns}/gone-partition-{i}"].is_connected() for i in (0, 1)
+    ):
+        time.sleep(0.2)
+    assert reader_module._sweep(time.monotonic()) == 2
+    assert [key[2] for key in reader_module._KEPT] == [f"persistent://{ns}/stays"]
+    assert reader_module._sweep(time.monotonic() + reader_module._KEPT_IDLE_S + 1) == 1  # idle
+    assert not reader_module._KEPT

@@ -15,10 +15,11 @@ If messages are missing (deleted by retention, topic recreated), the slice ends 
 loss is reported: an error with ``failOnDataLoss``, a warning otherwise.
 
 One Pulsar client per Python worker process is kept (workers are reused across tasks), and so
-are the readers of the last slices read (up to 2048, closed after 3 minutes unused): a reader whose
-slice ended exactly where the next batch's slice of that partition starts carries on, prefetched
-queue included, instead of subscribing again (a stream of small batches over many partitions spends
-most of its read time creating readers otherwise). Spark hands a task to any idle Python worker, so
+are the readers of the last slices read (up to 2048, closed after 3 minutes unused, or within 15 s of
+losing their connection, as when their topic is deleted): a reader whose slice ended exactly where
+the next batch's slice of that partition starts carries on, prefetched queue included, instead of
+subscribing again (a stream of small batches over many partitions spends most of its read time
+creating readers otherwise). Spark hands a task to any idle Python worker, so
 with two workers a partition's kept reader is often one batch behind; if it is at most
 ``_CATCH_UP_MAX`` messages behind (the broker index says how many), it reads on through them, as
 messages before its slice are skipped anyway: skipping a message costs microseconds, a new reader
@@ -55,6 +56,7 @@ _POLL_MS = 500
 _MIN_QUEUE = 100
 _KEPT_MAX = 2048
 _KEPT_IDLE_S = 180.0
+_SWEEP_S = 15.0
 _CATCH_UP_MAX = 500
 _KEPT: OrderedDict[tuple[str, str | None, str], tuple[Any, Mark, float]] = OrderedDict()
 """Readers kept between tasks: (service, token, partition) -> (reader, mark consumed through, kept at)."""
@@ -109,15 +111,31 @@ def _keep(config: ReadConfig, piece: Slice, reader: Any) -> None:
 
 
 def _close_idle() -> None:
-    """Close kept readers nobody used for a while (the query stopped, or the partition moved)."""
+    """The janitor of the kept readers: :func:`_sweep` every ``_SWEEP_S`` seconds."""
     while True:
-        time.sleep(15)
-        cutoff = time.monotonic() - _KEPT_IDLE_S
-        with _KEPT_LOCK:
-            stale = [key for key, (_r, _t, kept_at) in _KEPT.items() if kept_at < cutoff]
-            readers = [_KEPT.pop(key)[0] for key in stale]
-        for reader in readers:
-            reader.close_async(_ignore)
+        time.sleep(_SWEEP_S)
+        _sweep(time.monotonic())
+
+
+def _sweep(now: float) -> int:
+    """Close the kept readers nobody used for ``_KEPT_IDLE_S`` (the query stopped, or the partition
+    moved) and those no longer connected; returns how many were closed.
+
+    A reader whose topic was deleted is not connected: its client would look the topic up again
+    and again, an error in the log each time, until the idle cutoff. A reader cut off by a broker
+    restart is closed too, and the partition's next slice subscribes anew.
+    """
+    cutoff = now - _KEPT_IDLE_S
+    with _KEPT_LOCK:
+        stale = [
+            key
+            for key, (reader, _through, kept_at) in _KEPT.items()
+            if kept_at < cutoff or not reader.is_connected()
+        ]
+        readers = [_KEPT.pop(key)[0] for key in stale]
+    for reader in readers:
+        reader.close_async(_ignore)
+    return len(readers)
 
 
 def _ignore(_result: Any) -> None:
