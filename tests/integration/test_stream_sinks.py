@@ -130,3 +130,65 @@ def test_a_replay_after_the_dedup_window_expired_changes_nothing(tmp_path: Path)
     finally:
         client.command(f"DROP DATABASE IF EXISTS `{database}`")
         client.close()
+
+
+def test_a_batchs_tables_are_written_side_by_side_each_with_its_mark(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``insert_all`` writes several tables at once, each on a connection of its own. One table's
+    failure is raised after the others ended, their marks written; the replay writes that table only."""
+    import threading
+
+    from tests.conftest import settings_for
+    from widehouse.clickhouse.client import ClickHouse
+
+    database = f"lanes_{uuid.uuid4().hex[:8]}"
+    client = clickhouse.connect(settings_for(tmp_path, WIDEHOUSE_CLICKHOUSE_DATABASE=database).clickhouse)
+    writers: list[tuple[str, int]] = []
+    insert = ClickHouse.insert
+
+    def recorded(self: ClickHouse, table: str, data: pa.Table, token: str) -> int:
+        if table != "stream_sink_marks":
+            writers.append((threading.current_thread().name, id(self)))
+        return insert(self, table, data, token)
+
+    monkeypatch.setattr(ClickHouse, "insert", recorded)
+    ledger = again = None
+    try:
+        ensure_clickhouse(client, load_catalog(settings_for(tmp_path).schemas_dir))
+        for name in ("t1", "t2", "t3"):
+            client.command(f"CREATE TABLE {name} (k UInt64) ENGINE = MergeTree ORDER BY k")
+
+        def rows(n: int) -> pa.Table:
+            return pa.table({"k": pa.array(range(n), pa.uint64())})
+
+        writes = [("t1", rows(3)), ("t2", rows(2)), ("later", rows(4)), ("t3", rows(1)), ("t4", rows(0))]
+        batch = BatchIdentity("lanes", "g", 1)
+        ledger = ClickHouseLedger(lambda: client, "lanes", "g")
+        first: list[str] = []
+        assert ledger.begin(1) is True
+        with pytest.raises(Exception, match="later"):  # the table does not exist yet
+            ledger.insert_all(
+                writes, batch, after_first=lambda: first.append(threading.current_thread().name)
+            )
+        assert len(first) == 1
+        assert len({thread for thread, _ in writers}) > 1  # side by side
+        assert id(client) not in {conn for _, conn in writers}  # on connections of their own
+        counts = "SELECT (SELECT count() FROM t1), (SELECT count() FROM t2), (SELECT count() FROM t3)"
+        assert client.rows(counts) == [(3, 2, 1)]
+        marked = "SELECT `table` FROM stream_sink_marks WHERE app = 'lanes' AND batch_id = 1 ORDER BY `table`"
+        assert client.rows(marked) == [("t1",), ("t2",), ("t3",)]
+
+        client.command("CREATE TABLE later (k UInt64) ENGINE = MergeTree ORDER BY k")
+        again = ClickHouseLedger(lambda: client, "lanes", "g")  # the restarted query's
+        assert again.begin(1) is True
+        assert again.insert_all(writes, batch) == 4  # only the table the batch did not reach
+        assert client.rows(counts) == [(3, 2, 1)]
+        assert client.rows("SELECT count() FROM later") == [(4,)]
+        assert [t for (t,) in client.rows(marked)] == ["later", "t1", "t2", "t3"]
+    finally:
+        for ledger_ in (ledger, again):
+            if ledger_ is not None:
+                ledger_.close()
+        client.command(f"DROP DATABASE IF EXISTS `{database}`")
+        client.close()

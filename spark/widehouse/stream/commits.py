@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Callable
+import queue
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -87,8 +89,11 @@ class ClickHouseLedger:
     committed: int | None = None
     """The group's last committed batch, once :meth:`begin` has read it."""
     _loaded: bool = False
+    lanes: int = 4
+    """Tables :meth:`insert_all` writes at once."""
     _written: set[str] = field(default_factory=set)
     """Tables that already hold the batch in flight."""
+    _siblings: list[ClickHouse] = field(default_factory=list)
 
     def begin(self, batch_id: int) -> bool:
         """Start ``batch_id``; False when it is already committed (the whole batch is skipped)."""
@@ -122,9 +127,66 @@ class ClickHouseLedger:
 
     def insert(self, table: str, data: pa.Table, identity: BatchIdentity) -> int:
         """Insert the batch's rows of ``table`` (unless already there), then mark the table written."""
+        return self._insert(self.client(), table, data, identity)
+
+    def insert_all(
+        self,
+        writes: Sequence[tuple[str, pa.Table]],
+        identity: BatchIdentity,
+        after_first: Callable[[], None] | None = None,
+    ) -> int:
+        """:meth:`insert` every (table, rows) of the batch, up to :attr:`lanes` tables at once.
+
+        Each lane is a connection of its own (a sibling of ``client``, kept for the next batches;
+        one lane, ``client`` itself, where there are none: in-process chDB). A table's insert and
+        its mark stay in that order on one connection, so a batch cut short anywhere leaves what
+        :meth:`begin` expects: a table with a mark holds the batch's rows. ``after_first`` runs once
+        the first table is written (fault injection: a failure mid-batch). The first failure is
+        raised once every table's write has ended. Returns the rows sent.
+        """
+        pending = [(table, data) for table, data in writes if table not in self._written and data.num_rows]
+        lanes = self._lanes(min(len(pending), self.lanes))
+        free: queue.SimpleQueue[ClickHouse] = queue.SimpleQueue()
+        for lane in lanes:
+            free.put(lane)
+
+        def write(number: int, table: str, data: pa.Table) -> int:
+            lane = free.get()
+            try:
+                sent = self._insert(lane, table, data, identity)
+            finally:
+                free.put(lane)
+            if number == 0 and after_first is not None:
+                after_first()
+            return sent
+
+        if len(lanes) == 1:
+            return sum(write(number, table, data) for number, (table, data) in enumerate(pending))
+        with ThreadPoolExecutor(len(lanes), thread_name_prefix=f"clickhouse-{self.group}") as pool:
+            futures = [
+                pool.submit(write, number, table, data) for number, (table, data) in enumerate(pending)
+            ]
+        return sum(future.result() for future in futures)
+
+    def _lanes(self, wanted: int) -> list[ClickHouse]:
+        """``wanted`` connections of their own (at least one): siblings of ``client``, made once."""
+        client = self.client()
+        while len(self._siblings) < wanted:
+            sibling = client.sibling()
+            if sibling is client:  # no second connection to this engine
+                return [client]
+            self._siblings.append(sibling)
+        return self._siblings[: max(wanted, 1)] if self._siblings else [client]
+
+    def close(self) -> None:
+        """Close the lanes' connections (``client`` is the caller's)."""
+        siblings, self._siblings = self._siblings, []
+        for sibling in siblings:
+            sibling.close()
+
+    def _insert(self, client: ClickHouse, table: str, data: pa.Table, identity: BatchIdentity) -> int:
         if table in self._written or data.num_rows == 0:
             return 0
-        client = self.client()
         sent = client.insert(table, data, identity.token(table))
         mark = pa.Table.from_pylist(
             [

@@ -199,15 +199,24 @@ class BatchWriter:
 
     # -- sinks -------------------------------------------------------------------------------
     def _write_clickhouse(self, outputs: BatchOutputs, identity: BatchIdentity) -> None:
-        """Each table's rows, unless this group already committed the batch (see ``commits``)."""
+        """Each table's rows, several tables at once, unless this group already committed the batch
+        (see ``commits``)."""
         from widehouse.clickhouse.ddl import table_names
 
-        for number, (name, data) in enumerate(outputs.partials.items()):
-            self.ledger.insert(table_names(self.catalog.table(name)).partial, data, identity)
-            if number == 0:
-                self._raise_at("clickhouse-insert", identity.batch_id)  # a failure mid-batch
-        for side, data in ((QUARANTINE, outputs.quarantine), (LATE, outputs.late)):
-            self.ledger.insert(side, data, identity)
+        writes = [
+            (table_names(self.catalog.table(name)).partial, data) for name, data in outputs.partials.items()
+        ]
+        writes += [(QUARANTINE, outputs.quarantine), (LATE, outputs.late)]
+        self.ledger.insert_all(
+            writes,
+            identity,
+            # a failure mid-batch
+            after_first=lambda: self._raise_at("clickhouse-insert", identity.batch_id),
+        )
+
+    def close(self) -> None:
+        """Close the connections the writer opened (the app's client stays the app's)."""
+        self.ledger.close()
 
     def _write_delta(self, outputs: BatchOutputs, identity: BatchIdentity) -> None:
         """Every bronze table of the batch from the driver with delta-rs (no Spark job), in parallel

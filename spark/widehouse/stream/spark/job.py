@@ -147,7 +147,10 @@ class StreamApp:
             fired=self.fired_faults,
             after_commit=self.publishers.for_group(group.name, group.topics),
         )
+        previous = self.writers.get(group.name)  # a restarted group's: its query has ended
         self.writers[group.name] = writer
+        if previous is not None:
+            previous.close()
         options = source_options(
             self.settings.pulsar,
             group.topics,
@@ -351,6 +354,8 @@ class StreamApp:
             except Exception as exc:  # stopping must not hide why we stop
                 log.warning("group %s: stop failed: %s", name, exc)
         self.queries.clear()
+        for writer in self.writers.values():
+            writer.close()  # kept for status(): only the connections go
 
 
 def session_overrides(settings: Settings, groups: list[GroupSpec], folder: Path) -> dict[str, str]:
