@@ -6,6 +6,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from tests.conftest import settings_for
+from widehouse.spark.session import spark_conf
 from widehouse.stream.options import GroupSpec
 from widehouse.stream.spark.job import pools_xml, session_overrides
 
@@ -39,5 +40,6 @@ def test_a_users_own_allocation_file_is_kept(tmp_path: Path) -> None:
         tmp_path, WIDEHOUSE_SPARK_CONF="spark.scheduler.allocation.file=file:///etc/pools.xml"
     )
     conf = session_overrides(settings, [GroupSpec("g001", ("a",))], tmp_path)
-    assert "spark.scheduler.allocation.file" not in conf  # the user's, from the settings' conf
     assert not (tmp_path / "pools.xml").exists()
+    session = spark_conf(settings, "widehouse-stream-g001", conf)
+    assert session["spark.scheduler.allocation.file"] == "file:///etc/pools.xml"
