@@ -170,9 +170,9 @@ class ClickHouse:
         self._settings = settings
 
     def sibling(self) -> ClickHouse:
-        """Another client of the same database on its own connection, for a thread that reads in
-        parallel with this one (close it when done); this client itself when it cannot open one
-        (in-process chDB, or a client not made by :func:`connect`)."""
+        """Another client of the same database on its own connection, for a thread that reads or
+        writes in parallel with this one (close it when done); this client itself when it cannot
+        open one (in-process chDB, or a client not made by :func:`connect`)."""
         if self._settings is None or self._settings.embedded:
             return self
         return connect(self._settings, create_database=False)

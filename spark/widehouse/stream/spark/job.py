@@ -242,6 +242,8 @@ class StreamApp:
                 self.queries[name] = future.result()
             except Exception as exc:
                 failures.append(exc)
+                if len(failures) > 1:  # only the first is raised: the others are not lost
+                    log.error("group %s: could not start: %s", name, exc)
         if failures:
             raise failures[0]
 
