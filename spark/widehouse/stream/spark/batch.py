@@ -28,6 +28,7 @@ import os
 import signal
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -56,6 +57,9 @@ from widehouse.stream.progress import BatchIdentity, progress_rows
 from widehouse.stream.replay_guard import group_fingerprint
 
 log = logging.getLogger("widehouse.stream")
+
+TIMINGS_KEPT = 1_000
+"""Batches whose phase timings a writer keeps (the last ones): a live stream runs for months."""
 
 
 @dataclass(frozen=True)
@@ -91,8 +95,12 @@ class BatchWriter:
     bronze_tables: dict[str, BronzeTable] = field(init=False)
     ledger: ClickHouseLedger = field(init=False)
     fired: set[tuple[str, int]] = field(default_factory=set)
-    timings: list[dict[str, float]] = field(default_factory=list)
-    """Per batch written by this writer: rows in and seconds per phase (benchmarks read them)."""
+    timings: deque[dict[str, float]] = field(default_factory=lambda: deque(maxlen=TIMINGS_KEPT))
+    """Per batch written by this writer, the last :data:`TIMINGS_KEPT`: rows in and seconds per
+    phase (benchmarks read them)."""
+    batches: int = 0
+    """Micro-batches this writer has run to the end (this process; a replay the sinks already held
+    counts too)."""
     drained: int = 0
     """Messages read by this writer's committed batches (this process)."""
     lag: int | None = None
@@ -182,7 +190,7 @@ class BatchWriter:
         totals = progress[-1]
         self.drained += int(totals["rows_in"])
         self.lag = int(totals["lag"])
-        self.timings.append({"batch_id": batch_id, "rows_in": totals["rows_in"], **dict(clock.laps)})
+        self._record(batch_id, int(totals["rows_in"]), clock.laps)
         log.info(
             "group %s batch %d: %d in, %d out, %d bad, %d late, lag %d, watermark %s, %.1fs (%s)",
             self.group,
@@ -196,6 +204,11 @@ class BatchWriter:
             time.time() - started,
             clock,
         )
+
+    def _record(self, batch_id: int, rows_in: int, laps: list[tuple[str, float]]) -> None:
+        """Count the batch and keep its timings (the oldest kept one goes past :data:`TIMINGS_KEPT`)."""
+        self.batches += 1
+        self.timings.append({"batch_id": batch_id, "rows_in": rows_in, **dict(laps)})
 
     # -- sinks -------------------------------------------------------------------------------
     def _write_clickhouse(self, outputs: BatchOutputs, identity: BatchIdentity) -> None:

@@ -293,7 +293,7 @@ class StreamApp:
                 state = "done"
             else:
                 state = "lag ?" if writer.lag is None else f"lag {writer.lag:,}"
-            parts.append(f"{name}: {len(writer.timings)} batches, {state}")
+            parts.append(f"{name}: {writer.batches} batches, {state}")
         return "  ".join(p for p in parts if p)
 
     def supervise(self) -> dict[str, str]:
