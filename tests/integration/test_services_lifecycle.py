@@ -88,6 +88,10 @@ def test_up_twice_status_crash_and_down_leave_nothing(tmp_path: Path) -> None:
         assert status.returncode == 0
         assert [line.split()[1] for line in status.stdout.splitlines()[2:]] == ["running"] * len(SERVICES)
 
+        # the broker's JVM runs the default JIT profile: the pulsar script passes it on to the JVM
+        broker = int((tmp_path / "state/services/pulsar/pulsar.pid").read_text().split()[0])
+        assert b"-XX:TieredStopAtLevel=1" in Path(f"/proc/{broker}/cmdline").read_bytes().split(b"\0")
+
         again = cli(env, "up")
         assert again.returncode == 0
         assert again.stdout.count("already running") == len(SERVICES)

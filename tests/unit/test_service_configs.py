@@ -5,10 +5,12 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+
 from widehouse.services.hbase import HBaseThrift, hbase_site, render_site
 from widehouse.services.metastore import HiveMetastore
 from widehouse.services.pulsar import PulsarStandalone, pulsar_overrides, render_conf
-from widehouse.settings import LocalServicesSettings
+from widehouse.settings import LocalServicesSettings, load_settings
 
 
 def test_render_conf_overrides_existing_keys_and_appends_missing() -> None:
@@ -148,3 +150,35 @@ def test_metastore_owns_its_derby_database_and_shares_the_sessions_warehouse(tmp
     # a hand-built config without a warehouse gets the documented default
     bare = HiveMetastore(LocalServicesSettings(state_dir=tmp_path / "s2", vendor_dir=tmp_path / "v"))
     assert bare.warehouse_dir == str(tmp_path / "s2" / "hive" / "warehouse")
+
+
+@pytest.mark.parametrize(
+    ("profile", "options"),
+    [
+        (None, ["-XX:TieredStopAtLevel=1"]),  # the default: C1 only
+        ("c1", ["-XX:TieredStopAtLevel=1"]),
+        (
+            "late-c2",
+            [
+                "-XX:Tier4InvocationThreshold=50000",
+                "-XX:Tier4MinInvocationThreshold=6000",
+                "-XX:Tier4CompileThreshold=150000",
+                "-XX:Tier4BackEdgeThreshold=400000",
+            ],
+        ),
+        ("tiered", []),
+    ],
+)
+def test_the_broker_jvm_compiles_as_the_setting_says(
+    tmp_path: Path, profile: str | None, options: list[str]
+) -> None:
+    home = tmp_path / "vendor" / "pulsar" / "apache-pulsar-4.0.8"
+    (home / "bin").mkdir(parents=True)
+    env = {"WIDEHOUSE_STATE_DIR": str(tmp_path / "state"), "WIDEHOUSE_VENDOR_DIR": str(tmp_path / "vendor")}
+    if profile is not None:
+        env["WIDEHOUSE_PULSAR_JIT"] = profile
+    service = PulsarStandalone(load_settings(env).local)
+    extra = service.environment()["PULSAR_EXTRA_OPTS"].split()
+    assert [o for o in extra if o.startswith(("-XX:Tier", "-XX:-Tiered"))] == options
+    assert extra[0] == service.marker  # the service manager finds its process by it
+    assert "-Dpulsar.allocator.exit_on_oom=true" in extra

@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 
 from widehouse.errors import ConfigError
+from widehouse.jvm import JIT_OPTIONS
 from widehouse.settings import load_settings
+from widehouse.settings.parsers import JVM_JIT_PROFILES
 from widehouse.spark.class_archive import java_binary
-from widehouse.spark.jit import JIT_OPTIONS, Workload, jit_profile, with_jit
+from widehouse.spark.jit import Workload, jit_profile, with_jit
 
 DERBY = {"spark.master": "local[*]", "spark.driver.extraJavaOptions": "-Dderby.system.home=/s/hive"}
 
@@ -55,6 +57,10 @@ def test_a_users_own_compilation_choice_wins(own: str) -> None:
     conf = {"spark.driver.extraJavaOptions": f"-Dx=1 {own}"}
     for profile in JIT_OPTIONS:
         assert with_jit(conf, profile) == conf
+
+
+def test_every_profile_has_its_options() -> None:
+    assert set(JIT_OPTIONS) == set(JVM_JIT_PROFILES)
 
 
 def test_an_unknown_profile_is_refused_by_name(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ import urllib.request
 from pathlib import Path
 
 from widehouse.errors import SetupError
+from widehouse.jvm import JIT_OPTIONS
 from widehouse.pulsar import tokens
 from widehouse.services.base import LocalService, java_bin, require_dir
 from widehouse.services.process import PortSpec, log4j2_console, port_is_open
@@ -176,8 +177,14 @@ class PulsarStandalone(LocalService):
             ),
             "PULSAR_GC": "-XX:+UseG1GC -XX:MaxGCPauseMillis=50 -XX:+PerfDisableSharedMem",
             "PULSAR_GC_LOG": " ",
-            "PULSAR_EXTRA_OPTS": f"{self.marker} -Dpulsar.allocator.exit_on_oom=true "
-            f"-Djava.io.tmpdir={self.dir / 'tmp'}",
+            "PULSAR_EXTRA_OPTS": " ".join(
+                [
+                    self.marker,
+                    "-Dpulsar.allocator.exit_on_oom=true",
+                    f"-Djava.io.tmpdir={self.dir / 'tmp'}",
+                    *JIT_OPTIONS[local.pulsar_jit].split(),
+                ]
+            ),
         }
         if local.java_home:
             env["JAVA_HOME"] = local.java_home

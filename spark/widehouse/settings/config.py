@@ -163,6 +163,8 @@ class LocalServicesSettings:
     pulsar_web_port: int = declared_default("local.pulsar_web_port")
     pulsar_heap: str = declared_default("local.pulsar_heap")
     pulsar_direct_memory: str = declared_default("local.pulsar_direct_memory")
+    pulsar_jit: str = declared_default("local.pulsar_jit")
+    """How the broker's JVM compiles (a profile of :mod:`widehouse.jvm`)."""
     pulsar_auth: str = declared_default("local.pulsar_auth")
     """``none`` or ``token`` (authentication and authorization on, keys under ``<state>/secrets``)."""
     hbase_zk_port: int = declared_default("local.hbase_zk_port")

@@ -340,15 +340,26 @@ def parse_class_archive_dir(value: str) -> str | None:
     return value
 
 
-DRIVER_JIT_PROFILES = ("auto", "c1", "late-c2", "tiered")
-"""How the driver JVM compiles (:mod:`widehouse.spark.jit` holds each profile's options)."""
+JVM_JIT_PROFILES = ("c1", "late-c2", "tiered")
+"""How a JVM Widehouse starts compiles (:mod:`widehouse.jvm` holds each profile's options)."""
+
+DRIVER_JIT_PROFILES = ("auto", *JVM_JIT_PROFILES)
+"""The Spark driver's profiles: ``auto`` picks one per workload (:mod:`widehouse.spark.jit`)."""
+
+
+def _jit_profile(value: str, profiles: tuple[str, ...]) -> str:
+    profile = value.strip().lower()
+    if profile not in profiles:
+        raise ValueError(f"expected one of {', '.join(profiles)}")
+    return profile
 
 
 def parse_driver_jit(value: str) -> str:
-    profile = value.strip().lower()
-    if profile not in DRIVER_JIT_PROFILES:
-        raise ValueError(f"expected one of {', '.join(DRIVER_JIT_PROFILES)}")
-    return profile
+    return _jit_profile(value, DRIVER_JIT_PROFILES)
+
+
+def parse_jvm_jit(value: str) -> str:
+    return _jit_profile(value, JVM_JIT_PROFILES)
 
 
 def parse_optional_command(value: str) -> str | None:

@@ -27,6 +27,7 @@ from widehouse.settings.parsers import (
     parse_identifier,
     parse_jars,
     parse_java_home,
+    parse_jvm_jit,
     parse_location,
     parse_metastore_uri,
     parse_optional_command,
@@ -358,6 +359,17 @@ SERVICE_VARIABLES: tuple[Variable[Any], ...] = (
         parse_heap,
         "local.pulsar_direct_memory",
         "Local Pulsar standalone: JVM direct memory.",
+    ),
+    Variable(
+        "WIDEHOUSE_PULSAR_JIT",
+        "c1",
+        parse_jvm_jit,
+        "local.pulsar_jit",
+        "Local Pulsar standalone: how the broker's JVM compiles (widehouse.jvm). `c1` C1 only: on 2 cores "
+        "a tiered broker's C2 compiler was still 40 % of its CPU after a quarter of an hour of benchmarks, "
+        "and a fresh `c1` broker used less than half the CPU of a tiered one over `python -m bench drain`; "
+        "`late-c2` C2 only for code ten times hotter than the JVM's thresholds; `tiered` the JVM's own "
+        "(the cheapest once a broker has run hot for long).",
     ),
     Variable(
         "WIDEHOUSE_HBASE_ZK_PORT",

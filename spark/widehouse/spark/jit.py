@@ -29,21 +29,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
+from widehouse.jvm import JIT_OPTIONS
 from widehouse.settings.parsers import DRIVER_JIT_PROFILES
 from widehouse.spark.class_archive import with_driver_options
 
 Workload = Literal["stream", "batch"]
 """What a session is for: the stream app's micro-batches, or any other job."""
 
-JIT_OPTIONS: dict[str, str] = {
-    "c1": "-XX:TieredStopAtLevel=1",
-    "late-c2": (
-        "-XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000 "
-        "-XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000"
-    ),
-    "tiered": "",
-}
-"""The JVM options of each profile but ``auto`` (``tiered``: none)."""
 
 AUTO: dict[Workload, str] = {"stream": "c1", "batch": "tiered"}
 """What ``auto`` means for each workload."""
