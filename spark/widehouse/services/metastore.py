@@ -29,6 +29,7 @@ import struct
 from pathlib import Path
 
 from widehouse.errors import SetupError
+from widehouse.jvm import JIT_OPTIONS
 from widehouse.private import private_dir
 from widehouse.services.base import LocalService, java_bin
 from widehouse.services.hbase import render_site
@@ -135,7 +136,7 @@ class HiveMetastore(LocalService):
             java_bin(self.local),
             f"-Xmx{self.local.hive_metastore_heap}",
             "-XX:+UseSerialGC",
-            "-XX:TieredStopAtLevel=1",  # starts in seconds; a catalog server needs no C2 peak speed
+            *JIT_OPTIONS["c1"].split(),  # starts in seconds; a catalog server needs no C2 peak speed
             self.marker,
             f"-Djava.io.tmpdir={self.dir / 'tmp'}",
             f"-Dderby.system.home={self.data_dir}",
