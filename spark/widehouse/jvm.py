@@ -4,7 +4,8 @@ HotSpot compiles a hot method twice by default ("tiered"): quickly with C1, with
 once it has run some thousands of times, again with the optimizing C2. C2 pays off in a JVM that
 runs the same hot code for long; in a JVM that has just started, or that runs a wide control plane
 (many code paths, each warm for a while), most of its work compiles code that soon goes cold, on the
-cores the work itself needs. Two JVMs take a profile:
+cores the work itself needs. Two JVMs take a profile from a setting (the metastore service always
+runs ``c1``):
 
 - the Spark driver (``WIDEHOUSE_SPARK_DRIVER_JIT``, :mod:`widehouse.spark.jit`);
 - the local Pulsar standalone (``WIDEHOUSE_PULSAR_JIT``, :mod:`widehouse.services.pulsar`), ``c1``
