@@ -180,10 +180,15 @@ PULSAR_AUTH_MODES = ("none", "token")
 
 
 def parse_pulsar_auth(value: str) -> str:
-    mode = value.strip().lower()
-    if mode not in PULSAR_AUTH_MODES:
-        raise ValueError(f"expected one of {', '.join(PULSAR_AUTH_MODES)}")
-    return mode
+    return _one_of(value, PULSAR_AUTH_MODES)
+
+
+def _one_of(value: str, choices: tuple[str, ...]) -> str:
+    """One of ``choices`` (all lower case), whatever the case and surrounding blanks of ``value``."""
+    choice = value.strip().lower()
+    if choice not in choices:
+        raise ValueError(f"expected one of {', '.join(choices)}")
+    return choice
 
 
 def parse_control_topic(value: str) -> str | None:
@@ -347,19 +352,12 @@ DRIVER_JIT_PROFILES = ("auto", *JVM_JIT_PROFILES)
 """The Spark driver's profiles: ``auto`` picks one per workload (:mod:`widehouse.spark.jit`)."""
 
 
-def _jit_profile(value: str, profiles: tuple[str, ...]) -> str:
-    profile = value.strip().lower()
-    if profile not in profiles:
-        raise ValueError(f"expected one of {', '.join(profiles)}")
-    return profile
-
-
 def parse_driver_jit(value: str) -> str:
-    return _jit_profile(value, DRIVER_JIT_PROFILES)
+    return _one_of(value, DRIVER_JIT_PROFILES)
 
 
 def parse_jvm_jit(value: str) -> str:
-    return _jit_profile(value, JVM_JIT_PROFILES)
+    return _one_of(value, JVM_JIT_PROFILES)
 
 
 def parse_optional_command(value: str) -> str | None:

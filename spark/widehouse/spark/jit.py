@@ -36,7 +36,6 @@ from widehouse.spark.class_archive import with_driver_options
 Workload = Literal["stream", "batch"]
 """What a session is for: the stream app's micro-batches, or any other job."""
 
-
 AUTO: dict[Workload, str] = {"stream": "c1", "batch": "tiered"}
 """What ``auto`` means for each workload."""
 
