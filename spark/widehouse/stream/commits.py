@@ -141,8 +141,9 @@ class ClickHouseLedger:
         one lane, ``client`` itself, where there are none: in-process chDB). A table's insert and
         its mark stay in that order on one connection, so a batch cut short anywhere leaves what
         :meth:`begin` expects: a table with a mark holds the batch's rows. ``after_first`` runs once
-        the first table is written (fault injection: a failure mid-batch). The first failure is
-        raised once every table's write has ended. Returns the rows sent.
+        the first table is written (fault injection: a failure mid-batch). With several lanes, the
+        first failure is raised once every table's write has ended; with one, the first failure
+        ends the batch's writes. Returns the rows sent.
         """
         pending = [(table, data) for table, data in writes if table not in self._written and data.num_rows]
         lanes = self._lanes(min(len(pending), self.lanes))
