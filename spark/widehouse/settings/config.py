@@ -133,6 +133,9 @@ class SparkSettings:
     class_archive_dir: str | None = field(default=None, kw_only=True)
     """Where the driver JVM's class-data-sharing archives are (:mod:`widehouse.spark.class_archive`);
     None: never use one."""
+    launch_plans_dir: str | None = field(default=None, kw_only=True)
+    """Where the driver's launch plans are kept (:mod:`widehouse.spark.driver_launch`); None: every
+    driver starts through spark-submit."""
     driver_jit: str = field(default=declared_default("spark.driver_jit"), kw_only=True)
     """The driver JVM's JIT profile (:mod:`widehouse.spark.jit`; ``auto`` depends on the job)."""
 

@@ -335,9 +335,10 @@ def parse_optional_location(value: str) -> str | None:
     return None if value.lower() == "none" else parse_location(value)
 
 
-def parse_class_archive_dir(value: str) -> str | None:
-    """A local absolute directory (the driver JVM maps the archive from its own disk), or None for
-    ``off``; no whitespace (it goes into the JVM's options)."""
+def parse_local_dir_or_off(value: str) -> str | None:
+    """A local absolute directory, or None for ``off``; no whitespace (the class archive's path goes
+    into the JVM's options). For what the driver's start reads from its own disk: the class archive,
+    the launch plans."""
     if value.lower() == "off":
         return None
     if not value.startswith("/") or any(c.isspace() for c in value) or _CONTROL_RE.search(value):

@@ -24,6 +24,7 @@ from widehouse.private import private_dir
 from widehouse.services.metastore import list_databases
 from widehouse.settings import Settings
 from widehouse.spark.class_archive import driver_java_options, with_driver_options
+from widehouse.spark.driver_launch import direct_launch
 from widehouse.spark.jit import Workload, jit_profile, with_jit
 from widehouse.spark.shipping import ENV_NAME, ENV_PYTHON
 
@@ -238,15 +239,18 @@ def build_session(
         builder = builder.config(key, value)
     if conf["spark.sql.catalogImplementation"] == "hive":  # jobs without tables pass "in-memory"
         builder = builder.enableHiveSupport()
-    if jvm_cwd is None:
-        session = builder.getOrCreate()
-    else:
-        here = os.getcwd()
-        os.chdir(jvm_cwd)  # the JVM (if this starts it) inherits it; this process gets its own back
-        try:
+    plans = settings.spark.launch_plans_dir
+    # the driver JVM (if this starts it) from its launch plan: no spark-submit launcher JVM first
+    with direct_launch(Path(plans) if plans else None):
+        if jvm_cwd is None:
             session = builder.getOrCreate()
-        finally:
-            os.chdir(here)
+        else:
+            here = os.getcwd()
+            os.chdir(jvm_cwd)  # the JVM (if this starts it) inherits it; this process gets its own back
+            try:
+                session = builder.getOrCreate()
+            finally:
+                os.chdir(here)
     session.sparkContext.setLogLevel("WARN")
     if settings.spark.is_local:
         _files_dir_on_python_path(session)
