@@ -26,6 +26,7 @@ import itertools
 import os
 import shutil
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -39,6 +40,24 @@ CORES = os.cpu_count() or 1
 
 
 # -------------------------------------------------------------------------------- environment
+def stop_spark() -> None:
+    """Stop this process's Spark session, if it has one, with its Python workers.
+
+    The workers keep the source's readers between batches. Once the bench drops its tenants, kept
+    readers would look their deleted topics up again and again, an error line each time, until the
+    source's janitor closes them (up to 15 s) or the process exits."""
+    if "pyspark.sql" not in sys.modules:
+        return
+    from pyspark.errors import PySparkRuntimeError
+    from pyspark.sql import SparkSession
+
+    try:
+        session = SparkSession.active()  # the thread's, else the process's default
+    except PySparkRuntimeError:  # none
+        return
+    session.stop()
+
+
 class Bench:
     """One process, one Spark session; each part in its own ClickHouse database and folders."""
 
@@ -58,6 +77,7 @@ class Bench:
         from widehouse.settings import load_settings
 
         settings = load_settings()
+        stop_spark()
         dropped = drop_tenants(settings.pulsar, sorted(self.suffixes))
         if dropped:
             print(f"dropped {dropped} bench tenants from the broker")
