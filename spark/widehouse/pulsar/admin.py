@@ -280,7 +280,8 @@ class PulsarAdmin:
 
     def internal_stats(self, topic: TopicName | str) -> dict[str, Any]:
         """Managed-ledger internals of one partition: ledgers, entries, cursors."""
-        return dict(self.request("GET", f"{_topic(topic).rest_path}/internalStats"))
+        call = internal_stats_request(topic)
+        return dict(self.request(call.method, call.path))
 
     # -- entries (positions and broker indexes) ----------------------------------------------
     def examine(self, topic: TopicName | str, which: str = "latest") -> EntryInfo | None:
@@ -458,6 +459,11 @@ def examine_request(topic: TopicName | str, which: str) -> Request:
 def list_topics_request(namespace: str) -> Request:
     """:meth:`PulsarAdmin.list_topics`'s call (also sent pipelined by the source, :mod:`.bulk`)."""
     return Request("GET", f"persistent/{namespace}")
+
+
+def internal_stats_request(topic: TopicName | str) -> Request:
+    """:meth:`PulsarAdmin.internal_stats`'s call (also sent pipelined by the source, :mod:`.bulk`)."""
+    return Request("GET", f"{_topic(topic).rest_path}/internalStats")
 
 
 def entry_request(topic: TopicName | str, ledger: int, entry: int) -> Request:

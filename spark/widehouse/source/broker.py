@@ -31,7 +31,7 @@ from collections.abc import Callable, Generator, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from widehouse.errors import ConfigError, PulsarError
 from widehouse.pulsar import bulk
@@ -41,6 +41,7 @@ from widehouse.pulsar.admin import (
     entry_from_headers,
     entry_request,
     examine_request,
+    internal_stats_request,
     list_topics_request,
 )
 from widehouse.pulsar.auth import PulsarAuthError
@@ -264,13 +265,25 @@ class BrokerView:
     # -- positions of given indexes ----------------------------------------------------------
     def ledgers(self, tp: TopicPartition) -> list[tuple[int, int]]:
         """``(ledger id, entries)`` of a partition, oldest first, the open ledger included."""
-        stats = self.admin().internal_stats(tp.name)
-        ledgers = [(int(x["ledgerId"]), int(x.get("entries", 0))) for x in stats.get("ledgers", [])]
-        last = str(stats.get("lastConfirmedEntry", ""))
-        if ":" in last:
-            ledger_id, entry_id = (int(x) for x in last.split(":")[:2])
-            ledgers = [(lid, entry_id + 1 if lid == ledger_id else n) for lid, n in ledgers]
-        return ledgers
+        return ledger_list(self.admin().internal_stats(tp.name))
+
+    def _list_pipelined(self, parts: Sequence[TopicPartition]) -> None:
+        """The ledger lists of ``parts`` asked pipelined and kept; those answered otherwise than
+        with internal stats are left out (:meth:`locate` lists them again and explains an error)."""
+        if len(parts) < 2:
+            return
+        answers = self.admin().pipelined([internal_stats_request(tp.name) for tp in parts], self.concurrency)
+        if answers is None:
+            return
+        for tp, answer in zip(parts, answers, strict=True):
+            if not isinstance(answer, bulk.Answer) or answer.status != 200:
+                continue
+            try:
+                table = _EntryTable(ledger_list(json.loads(answer.body)))
+            except (ValueError, TypeError, KeyError, AttributeError):
+                continue
+            with self._lock:
+                self._tables[tp] = table
 
     def locate(self, tp: TopicPartition, lo: Mark, hi: Mark, target: int) -> Mark:
         """The mark of having consumed through the message with broker index ``target``.
@@ -307,6 +320,7 @@ class BrokerView:
         answered as expected (an error, a refusal, a stale list), is done again by :meth:`locate`,
         which lists the ledgers and explains any error."""
         found: dict[int, Mark] = {}
+        self._list_pipelined(self._unlisted(asks))
         running = self._start_searches(asks, found)
         while len(running) > 1 and self._pipelined_round(running, found):
             pass
@@ -324,6 +338,19 @@ class BrokerView:
         rest = [i for i in range(len(asks)) if i not in found]
         found.update(zip(rest, self.map(lambda i: self.locate(*asks[i]), rest), strict=True))
         return [found[i] for i in range(len(asks))]
+
+    def _unlisted(self, asks: Sequence[tuple[TopicPartition, Mark, Mark, int]]) -> list[TopicPartition]:
+        """The asked partitions whose searches need a ledger list first: none kept (a query's
+        first batch), or one that ends before the slice's end (a ledger rolled over since)."""
+        out: dict[TopicPartition, None] = {}
+        with self._lock:
+            for tp, lo, hi, target in asks:
+                if not lo.index < target < hi.index or hi.position is None:
+                    continue  # answered without a search (or an error locate raises)
+                table = self._tables.get(tp)
+                if table is None or not table.holds(hi.position):
+                    out[tp] = None
+        return list(out)
 
     def _start_searches(
         self, asks: Sequence[tuple[TopicPartition, Mark, Mark, int]], found: dict[int, Mark]
@@ -444,6 +471,17 @@ class BrokerView:
             lid, n = previous[-1]
             return Mark(Position(lid, n - 1), index - 1)
         return Mark(None, index - 1)
+
+
+def ledger_list(stats: dict[str, Any]) -> list[tuple[int, int]]:
+    """``(ledger id, entries)`` from a partition's internal stats, oldest first; the ledger being
+    written counts up to the last confirmed entry."""
+    ledgers = [(int(x["ledgerId"]), int(x.get("entries", 0))) for x in stats.get("ledgers", [])]
+    last = str(stats.get("lastConfirmedEntry", ""))
+    if ":" in last:
+        ledger_id, entry_id = (int(x) for x in last.split(":")[:2])
+        ledgers = [(lid, entry_id + 1 if lid == ledger_id else n) for lid, n in ledgers]
+    return ledgers
 
 
 class _EntryTable:

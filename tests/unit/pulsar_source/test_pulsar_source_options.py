@@ -10,7 +10,7 @@ import pytest
 from widehouse.errors import ConfigError
 from widehouse.pulsar.positions import Position, TopicPartition
 from widehouse.settings import PulsarSettings
-from widehouse.source.broker import TopicSelector
+from widehouse.source.broker import TopicSelector, ledger_list
 from widehouse.source.offsets import PositionSpec
 from widehouse.source.options import NO_LIMIT, parse_options, source_options
 
@@ -162,3 +162,14 @@ def test_a_pattern_selects_by_local_name_and_skips_system_topics() -> None:
     selector = TopicSelector(pattern="_*(a|b)", namespaces=("t/ns",))  # would match __a
     listed = [f"{A}-partition-0", "persistent://t/ns/b", "persistent://t/ns/ab", "persistent://t/ns/__a"]
     assert selector.select(listed) == {TopicPartition(A, 0), TopicPartition("persistent://t/ns/b", -1)}
+
+
+def test_a_ledger_list_counts_the_open_ledger_to_its_last_confirmed_entry() -> None:
+    # internal stats as the broker answers them (trimmed): the open ledger's own count is not final
+    stats = json.loads(
+        '{"ledgers": [{"ledgerId": 12, "entries": 40, "size": 9000}, {"ledgerId": 19, "entries": 0}],'
+        ' "lastConfirmedEntry": "19:6", "cursors": {}}'
+    )
+    assert ledger_list(stats) == [(12, 40), (19, 7)]
+    assert ledger_list({"ledgers": [], "lastConfirmedEntry": "-1:-1"}) == []
+    assert ledger_list({"ledgers": [{"ledgerId": 3, "entries": 5}]}) == [(3, 5)]
