@@ -243,6 +243,8 @@ def test_a_failing_launcher_leaves_the_start_to_spark_submit(tmp_path: Path) -> 
     assert driver_launch.driver_launch(ARGS, {**env, "FAKE_EXIT": "1"}, tmp_path / "plans") is None
     with_file = [*ARGS[:-1], "--properties-file", "/x", "pyspark-shell"]
     assert driver_launch.driver_launch(with_file, env, tmp_path) is None
+    with_file = [*ARGS[:-1], "--properties-file=/x", "pyspark-shell"]
+    assert driver_launch.driver_launch(with_file, env, tmp_path) is None
     assert _runs(tmp_path) == 1  # a properties file's content is not in a key: never planned
 
 

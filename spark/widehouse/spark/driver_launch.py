@@ -112,7 +112,7 @@ UNSUPPORTED_ARGS = ("--properties-file",)
 """Arguments whose effect on the command lies outside the arguments (another file's content)."""
 
 _SCALA_EXPORT = re.compile(r"^export SPARK_SCALA_VERSION=([0-9.]+)\s*$", re.MULTILINE)
-_PATCH_LOCK = threading.Lock()
+_PATCH_LOCK = threading.RLock()
 _POPEN = "Popen"
 """The name under which ``pyspark.java_gateway`` calls ``subprocess.Popen`` to start spark-submit."""
 
@@ -290,7 +290,8 @@ def driver_launch(args: Sequence[str], environ: Mapping[str, str], plans_dir: Pa
     and, once a plan is kept, without the launcher JVM; None: start it through spark-submit."""
     home = spark_home(environ)
     java = java_binary(environ)
-    if os.name != "posix" or any(arg in UNSUPPORTED_ARGS for arg in args) or home is None or java is None:
+    unsupported = any(arg.split("=", 1)[0] in UNSUPPORTED_ARGS for arg in args)
+    if os.name != "posix" or unsupported or home is None or java is None:
         return None
     env = script_env(environ, home)
     if env is None:
