@@ -110,7 +110,7 @@ def measure(events: int, groups: int, repeat: int, max_messages: int | None) -> 
     from widehouse.generator.options import GenerateOptions
     from widehouse.generator.run import generate
 
-    bench = Bench(Path(tempfile.mkdtemp(prefix="widehouse-bench-drain-")))
+    bench = Bench(Path(tempfile.mkdtemp(prefix="widehouse-bench-drain-")), owns_spark=True)
     try:
         suffix = _suffix()
         manifest = generate(

@@ -288,7 +288,7 @@ def main(argv: list[str]) -> int:
         return 2
     root = Path(tempfile.mkdtemp(prefix="widehouse-bench-flink-"))
     print(f"machine: {machine()}; load average {os.getloadavg()[0]:.1f}; state in {root}")
-    bench = Bench(root)
+    bench = Bench(root, owns_spark=True)
     try:
         result = measure(args, bench)
     finally:

@@ -216,7 +216,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="widehouse-bench-idiomatic-"))
     print(f"machine: {machine()}; state in {root}")
-    bench = Bench(root)
+    bench = Bench(root, owns_spark=True)
     try:
         result = measure(bench, args.events, args.runs)
     finally:

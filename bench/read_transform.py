@@ -44,7 +44,7 @@ def measure(events: int, runs: int) -> dict[str, Any]:
     from widehouse.source.reader import read_messages, read_task
     from widehouse.stream.transform import TransformPlan, transform_packed
 
-    bench = Bench(Path(tempfile.mkdtemp(prefix="widehouse-bench-read-")))
+    bench = Bench(Path(tempfile.mkdtemp(prefix="widehouse-bench-read-")), owns_spark=True)
     try:
         suffix = _suffix()
         settings = bench.settings("read", suffix=suffix)

@@ -312,7 +312,7 @@ def main(argv: list[str]) -> int:
         logging.getLogger("widehouse.stream").setLevel(logging.INFO)
     root = Path(tempfile.mkdtemp(prefix="widehouse-bench-targets-"))
     print(f"machine: {machine()}; load average {os.getloadavg()[0]:.1f}; state in {root}")
-    bench = Bench(root)
+    bench = Bench(root, owns_spark=True)
     try:
         now = measure(args, bench)
     finally:

@@ -59,10 +59,14 @@ def stop_spark() -> None:
 
 
 class Bench:
-    """One process, one Spark session; each part in its own ClickHouse database and folders."""
+    """One process, one Spark session; each part in its own ClickHouse database and folders.
 
-    def __init__(self, root: Path) -> None:
+    ``owns_spark``: this process is the benchmark's own (``python -m bench``), so :meth:`close`
+    stops its Spark session first (:func:`stop_spark`); a test's process keeps its shared one."""
+
+    def __init__(self, root: Path, *, owns_spark: bool = False) -> None:
         self.root = root
+        self.owns_spark = owns_spark
         self.suffixes: set[str] = set()
         """Tenant suffixes published to (dropped by :meth:`close`)."""
         self.databases: set[str] = set()
@@ -77,7 +81,8 @@ class Bench:
         from widehouse.settings import load_settings
 
         settings = load_settings()
-        stop_spark()
+        if self.owns_spark:
+            stop_spark()
         dropped = drop_tenants(settings.pulsar, sorted(self.suffixes))
         if dropped:
             print(f"dropped {dropped} bench tenants from the broker")
@@ -334,7 +339,7 @@ def main(argv: list[str]) -> int:
         logging.getLogger("widehouse.stream").setLevel(logging.INFO)
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
     root = Path(tempfile.mkdtemp(prefix="widehouse-bench-stream-"))
-    bench = Bench(root)
+    bench = Bench(root, owns_spark=True)
     results: dict[str, Any] = {"parts": parts}
     print(f"machine: {machine()}; state in {root}")
     try:

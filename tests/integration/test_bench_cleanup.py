@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,3 +49,14 @@ def test_a_bench_drops_the_clickhouse_databases_its_parts_wrote(
     finally:
         other.command(f"DROP DATABASE IF EXISTS `{kept}`")
         other.close()
+
+
+@pytest.mark.spark
+def test_a_bench_in_a_tests_process_leaves_its_spark_session_running(
+    services: Settings, spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a bench's own process (``python -m bench``) stops its Spark session as it closes: a
+    test's process shares one session with every later test."""
+    monkeypatch.setenv("WIDEHOUSE_CLICKHOUSE_PASSWORD", services.local.clickhouse_password)
+    Bench(tmp_path / "bench").close()
+    assert spark.range(3).count() == 3
