@@ -11,9 +11,9 @@ The launcher's answer is a pure function of a few inputs, so it is kept as a **l
 reused:
 
 - The plan's key (:func:`plan_key`) digests what the launcher reads:
-  - the arguments, with the values of the settings it never reads masked (:data:`LAUNCHER_CONFS`
-    lists those it does: the constants of Spark 4's ``spark-launcher`` jar, such as the driver's
-    memory, class path, library path and Java options, the master and the deploy mode);
+  - the arguments, without the ``--conf`` settings it never reads (:data:`LAUNCHER_CONFS` lists
+    those it does: the constants of Spark 4's ``spark-launcher`` jar, such as the driver's memory,
+    class path, library path and Java options, the master and the deploy mode);
   - the environment variables it or the scripts read (``SPARK_*``, ``PYSPARK_*``, ``HADOOP_*``,
     ``YARN_*``, ``JAVA_HOME``, the library paths, the JVM's own option variables);
   - ``spark-defaults.conf`` and ``java-opts`` in Spark's conf dir;
