@@ -24,6 +24,7 @@ No Spark here.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import json
 import re
 import threading
@@ -185,20 +186,27 @@ class BrokerView:
     def _listed_pipelined(self, namespaces: Sequence[str]) -> dict[str, list[str]]:
         """The namespaces' topic lists sent pipelined; those answered otherwise than with a list are
         left out (the admin client asks them again and explains a refusal)."""
-        if len(namespaces) < 2:
-            return {}
-        answers = self.admin().pipelined([list_topics_request(n) for n in namespaces], self.concurrency)
-        if answers is None:
-            return {}
+        answers = self._pipelined_json([list_topics_request(n) for n in namespaces])
         out: dict[str, list[str]] = {}
-        for namespace, answer in zip(namespaces, answers, strict=True):
+        for namespace, names in zip(namespaces, answers, strict=True):
+            if isinstance(names, list) and all(isinstance(n, str) for n in names):
+                out[namespace] = sorted(names)
+        return out
+
+    def _pipelined_json(self, calls: Sequence[bulk.Request]) -> list[Any]:
+        """The JSON body of each call's answer, the calls sent pipelined; None for a call answered
+        otherwise than 200 with JSON. All None when there is one call (the admin client's pooled
+        connection is cheaper) or the calls cannot go pipelined (TLS, a proxy)."""
+        answers = self.admin().pipelined(calls, self.concurrency) if len(calls) >= 2 else None
+        if answers is None:
+            return [None] * len(calls)
+        out: list[Any] = []
+        for answer in answers:
+            body = None
             if isinstance(answer, bulk.Answer) and answer.status == 200:
-                try:
-                    names = json.loads(answer.body)
-                except ValueError:
-                    continue
-                if isinstance(names, list) and all(isinstance(n, str) for n in names):
-                    out[namespace] = sorted(names)
+                with contextlib.suppress(ValueError):  # not JSON: left to the admin client
+                    body = json.loads(answer.body)
+            out.append(body)
         return out
 
     # -- ends of partitions --------------------------------------------------------------------
@@ -270,16 +278,12 @@ class BrokerView:
     def _list_pipelined(self, parts: Sequence[TopicPartition]) -> None:
         """The ledger lists of ``parts`` asked pipelined and kept; those answered otherwise than
         with internal stats are left out (:meth:`locate` lists them again and explains an error)."""
-        if len(parts) < 2:
-            return
-        answers = self.admin().pipelined([internal_stats_request(tp.name) for tp in parts], self.concurrency)
-        if answers is None:
-            return
-        for tp, answer in zip(parts, answers, strict=True):
-            if not isinstance(answer, bulk.Answer) or answer.status != 200:
+        answers = self._pipelined_json([internal_stats_request(tp.name) for tp in parts])
+        for tp, stats in zip(parts, answers, strict=True):
+            if stats is None:
                 continue
             try:
-                table = _EntryTable(ledger_list(json.loads(answer.body)))
+                table = _EntryTable(ledger_list(stats))
             except (ValueError, TypeError, KeyError, AttributeError):
                 continue
             with self._lock:
