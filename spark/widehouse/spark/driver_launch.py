@@ -46,7 +46,7 @@ import subprocess
 import sys
 import threading
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,20 +127,26 @@ class DriverLaunch:
     """The command's head came from a kept plan (no launcher JVM ran for this start)."""
 
 
-def masked_args(args: Sequence[str]) -> list[str]:
-    """``args`` without the ``--conf`` settings the launcher does not read (the rest as they are)."""
-    kept: list[str] = []
+def _pairs(args: Sequence[str], takes_value: Callable[[str], bool]) -> Iterator[tuple[str, ...]]:
+    """``args`` as (option, value) pairs, for the options ``takes_value`` names, and single words."""
     words = list(args)
     i = 0
     while i < len(words):
-        if words[i] == "--conf" and i + 1 < len(words):
-            name = words[i + 1].partition("=")[0]
-            if name in LAUNCHER_CONFS or name.startswith(LAUNCHER_CONF_PREFIXES):
-                kept += words[i : i + 2]
+        if takes_value(words[i]) and i + 1 < len(words):
+            yield words[i], words[i + 1]
             i += 2
         else:
-            kept.append(words[i])
+            yield (words[i],)
             i += 1
+
+
+def masked_args(args: Sequence[str]) -> list[str]:
+    """``args`` without the ``--conf`` settings the launcher does not read (the rest as they are)."""
+    kept: list[str] = []
+    for item in _pairs(args, lambda word: word == "--conf"):
+        name = item[-1].partition("=")[0]
+        if len(item) == 1 or name in LAUNCHER_CONFS or name.startswith(LAUNCHER_CONF_PREFIXES):
+            kept += item
     return kept
 
 
@@ -183,17 +189,7 @@ def parse_launcher_output(out: bytes) -> list[str]:
 
 def _items(args: Sequence[str]) -> Counter[tuple[str, ...]]:
     """Arguments as (option, value) pairs and single words, counted: their order left aside."""
-    items: Counter[tuple[str, ...]] = Counter()
-    words = list(args)
-    i = 0
-    while i < len(words):
-        if words[i].startswith("--") and "=" not in words[i] and i + 1 < len(words):
-            items[(words[i], words[i + 1])] += 1
-            i += 2
-        else:
-            items[(words[i],)] += 1
-            i += 1
-    return items
+    return Counter(_pairs(args, lambda word: word.startswith("--") and "=" not in word))
 
 
 def plan_head(command: Sequence[str], args: Sequence[str]) -> list[str] | None:
@@ -203,7 +199,7 @@ def plan_head(command: Sequence[str], args: Sequence[str]) -> list[str] | None:
         return None
     cut = list(command).index(SUBMIT_CLASS) + 1
     tail = command[cut:]
-    if Counter(tail) != Counter(args) or _items(tail) != _items(args):
+    if _items(tail) != _items(args):  # the same pairs hold the same words
         return None
     return list(command[:cut])
 
