@@ -86,7 +86,7 @@ def test_up_twice_status_crash_and_down_leave_nothing(tmp_path: Path) -> None:
         print(f"services up (cold) took {elapsed:.1f}s")
 
         status = cli(env, "status")
-        assert status.returncode == 0
+        assert status.returncode == 0, status.stdout + status.stderr
         assert [line.split()[1] for line in status.stdout.splitlines()[2:]] == ["running"] * len(SERVICES)
 
         # the broker's JVM runs the JIT profile set (C1 only by default): the pulsar script passes it on

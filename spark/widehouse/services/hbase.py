@@ -10,6 +10,7 @@ connections from batch jobs are not cut.
 from __future__ import annotations
 
 import json
+import time
 import urllib.request
 from pathlib import Path
 from xml.sax.saxutils import escape
@@ -27,6 +28,9 @@ _LOG4J2 = log4j2_console(
         "org.apache.hbase.thirdparty.org.eclipse.jetty": "WARN",
     }
 )
+
+MISSING_BEAN_GRACE_S = 3.0
+"""How long the master probe keeps asking when the master's Server bean is missing (see probe)."""
 
 
 def hbase_site(local: LocalServicesSettings, data_dir: Path) -> dict[str, str]:
@@ -146,11 +150,19 @@ class HBaseStandalone(_HBaseJvm):
             f"http://127.0.0.1:{self.local.hbase_master_info_port}"
             "/jmx?qry=Hadoop:service=HBase,name=Master,sub=Server"
         )
-        try:
-            with urllib.request.urlopen(url, timeout=5) as response:
-                beans = json.loads(response.read()).get("beans", [])
-        except (OSError, ValueError) as exc:
-            return f"master web not answering: {exc}"
+        # HBase's JMXCacheBuster unregisters and re-registers every metrics bean a few seconds after
+        # new metrics sources appear (the first tables and regions of a fresh master), so a running
+        # master can briefly publish no Server bean: ask again before calling it unhealthy.
+        deadline = time.monotonic() + MISSING_BEAN_GRACE_S
+        while True:
+            try:
+                with urllib.request.urlopen(url, timeout=5) as response:
+                    beans = json.loads(response.read()).get("beans", [])
+            except (OSError, ValueError) as exc:
+                return f"master web not answering: {exc}"
+            if beans or time.monotonic() >= deadline:
+                break
+            time.sleep(0.1)
         if not beans:
             return "master metrics not published yet"
         bean = beans[0]
