@@ -1,4 +1,4 @@
-"""Private local state: 0700 directories and the passwords generated per checkout.
+"""Private local state: 0700 dirs, the passwords generated per checkout, who else could write a path.
 
 The local services' passwords (the ClickHouse service's, the local Airflow user's) are not a
 constant published in the README: the first ``widehouse services up`` / ``widehouse airflow up`` of
@@ -19,6 +19,7 @@ import os
 import secrets
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from widehouse.errors import ConfigError
@@ -54,6 +55,33 @@ def private_dir(path: Path, *, tighten: bool = False) -> Path:
     if (tighten or missing) and info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) != PRIVATE_DIR_MODE:
         path.chmod(PRIVATE_DIR_MODE)
     return path
+
+
+def others_could_change(path: Path) -> str | None:
+    """Why a user other than this one could change what ``path`` holds, or None when none could.
+
+    For files whose content is run (a kept command): ``path`` must be this user's and writable by no
+    one else, and each directory above it this user's or root's and writable by no one else unless
+    it has the sticky bit (``/tmp``), where others cannot rename or remove what is not theirs. The
+    check ssh's StrictModes makes of ``authorized_keys``.
+    """
+    uid = os.getuid()
+    path = Path(os.path.abspath(path))
+    checks: list[tuple[Path, Callable[[], os.stat_result], tuple[int, ...], bool]]
+    checks = [(path, path.lstat, (uid,), False)]
+    checks += [(parent, parent.stat, (uid, 0), True) for parent in path.parents]
+    for where, read, owners, sticky_ok in checks:
+        try:
+            info = read()
+        except OSError as exc:
+            return f"{where} cannot be read ({exc.strerror})"
+        if stat.S_ISLNK(info.st_mode):
+            return f"{where} is a symbolic link"
+        if info.st_uid not in owners:
+            return f"{where} belongs to uid {info.st_uid}"
+        if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not (sticky_ok and info.st_mode & stat.S_ISVTX):
+            return f"{where} is writable by its group or others (mode {stat.S_IMODE(info.st_mode):o})"
+    return None
 
 
 def secret_path(state_dir: Path, name: str) -> Path:

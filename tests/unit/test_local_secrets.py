@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import stat
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from widehouse.private import (
     AIRFLOW_PASSWORD,
     CLICKHOUSE_PASSWORD,
     ensure_secret,
+    others_could_change,
     private_dir,
 )
 from widehouse.services.airflow import render_connections, write_passwords_file
@@ -114,6 +116,35 @@ def test_private_dir_creates_0700_and_tightens_only_when_asked(tmp_path: Path) -
     assert mode(opened) == 0o755  # a directory the user chose keeps its mode
     private_dir(opened, tighten=True)
     assert mode(opened) == 0o700  # what `up` does to the state dir and the services' dirs
+
+
+def test_others_could_change_names_who_could(tmp_path: Path) -> None:
+    kept = private_dir(tmp_path / "kept") / "command.json"
+    kept.write_text("{}")
+    kept.chmod(0o644)
+    assert others_could_change(kept) is None
+    kept.chmod(0o620)
+    assert others_could_change(kept) == f"{kept} is writable by its group or others (mode 620)"
+    kept.chmod(0o600)
+    (tmp_path / "kept").chmod(0o777)
+    assert others_could_change(kept) == f"{tmp_path / 'kept'} is writable by its group or others (mode 777)"
+    (tmp_path / "kept").chmod(0o1777)  # sticky, like /tmp
+    assert others_could_change(kept) is None
+    link = tmp_path / "link.json"
+    link.symlink_to(kept)
+    assert others_could_change(link) == f"{link} is a symbolic link"
+    assert others_could_change(tmp_path / "missing").startswith(f"{tmp_path / 'missing'} cannot be read")
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="chown needs root")
+def test_others_could_change_what_another_user_owns(tmp_path: Path) -> None:
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o700)
+    os.chown(theirs, 12345, 12345)
+    assert others_could_change(theirs) == f"{theirs} belongs to uid 12345"
+    mine = theirs / "mine"
+    mine.mkdir(mode=0o700)
+    assert others_could_change(mine) == f"{theirs} belongs to uid 12345"
 
 
 def test_airflow_passwords_file_gets_the_generated_password(tmp_path: Path) -> None:

@@ -59,6 +59,26 @@ def test_the_archive_is_named_by_the_key_under_the_vendor_dir_by_default(tmp_pat
     )
 
 
+def test_an_archive_another_user_could_have_written_is_not_mapped(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    java, home = _jdk_and_spark(tmp_path)
+    settings = load_settings(_env(tmp_path))
+    environ = {"JAVA_HOME": str(java.parent.parent), "SPARK_HOME": str(home)}
+    path = class_archive.archive_path(settings, environ)
+    assert path is not None
+    path.parent.mkdir()
+    path.write_bytes(b"archive")
+    path.chmod(0o444)  # as the JVM writes it
+    assert driver_java_options(settings, environ) is not None
+    path.chmod(0o666)
+    assert driver_java_options(settings, environ) is None
+    assert f"the class archive {path} is not used" in caplog.text
+    path.chmod(0o444)
+    path.parent.chmod(0o777)
+    assert driver_java_options(settings, environ) is None
+
+
 def test_off_means_no_archive_and_nothing_to_build(tmp_path: Path) -> None:
     java, home = _jdk_and_spark(tmp_path)
     settings = load_settings(_env(tmp_path, WIDEHOUSE_SPARK_CLASS_ARCHIVE_DIR="off"))

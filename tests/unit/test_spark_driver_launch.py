@@ -8,6 +8,7 @@ words, NUL-terminated) and counts its runs. The real launcher and driver are in
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -306,3 +307,58 @@ def test_a_plan_that_cannot_be_kept_does_not_stop_the_start(tmp_path: Path) -> N
     blocked.write_text("a file where the directory would be")
     launch = driver_launch.driver_launch(ARGS, env, blocked)
     assert launch is not None and not launch.planned and launch.command[-len(ARGS) :] == tuple(ARGS)
+
+
+def test_plans_are_private_to_their_user(tmp_path: Path) -> None:
+    _, _, env = _spark(tmp_path)
+    plans = tmp_path / "plans"
+    driver_launch.driver_launch(ARGS, env, plans)
+    (plan,) = plans.glob("plan-*.json")
+    assert stat.S_IMODE(plans.stat().st_mode) == 0o700
+    assert stat.S_IMODE(plan.stat().st_mode) == 0o600
+
+
+def test_a_plan_someone_else_could_have_written_is_not_run(tmp_path: Path) -> None:
+    _, _, env = _spark(tmp_path)
+    plans = tmp_path / "plans"
+    driver_launch.driver_launch(ARGS, env, plans)
+    (plan,) = plans.glob("plan-*.json")
+    plan.write_text(plan.read_text().replace("-Xmx2g", "-Xmx2g-from-someone-else"))
+    plan.chmod(0o666)
+    launch = driver_launch.driver_launch(ARGS, env, plans)
+    assert launch is not None and not launch.planned and "-Xmx2g" in launch.command
+    assert _runs(tmp_path) == 2
+    assert stat.S_IMODE(plan.stat().st_mode) == 0o600  # the launcher's answer replaced it
+    assert driver_launch.driver_launch(ARGS, env, plans).planned  # type: ignore[union-attr]
+    # nor one reached through a symbolic link
+    elsewhere = tmp_path / "elsewhere.json"
+    plan.rename(elsewhere)
+    plan.symlink_to(elsewhere)
+    assert not driver_launch.driver_launch(ARGS, env, plans).planned  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("where", "mode"), [("plans", 0o777), ("plans", 0o770), ("above", 0o777)])
+def test_plans_in_a_directory_others_can_write_are_neither_kept_nor_used(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, where: str, mode: int
+) -> None:
+    _, _, env = _spark(tmp_path)
+    plans = tmp_path / "above" / "plans"
+    driver_launch.driver_launch(ARGS, env, plans)  # kept while the directories were private
+    (tmp_path / where if where == "above" else plans).chmod(mode)
+    for _ in range(2):
+        launch = driver_launch.driver_launch(_with(ARGS, "spark.driver.memory", "4g"), env, plans)
+        assert launch is not None and not launch.planned
+        assert launch.command[-len(ARGS) :] == tuple(_with(ARGS, "spark.driver.memory", "4g"))
+        assert not driver_launch.driver_launch(ARGS, env, plans).planned  # type: ignore[union-attr]
+    assert _runs(tmp_path) == 5
+    assert len(list(plans.glob("plan-*.json"))) == 1  # nothing more kept
+    assert "writable by its group or others" in caplog.text
+
+
+def test_a_sticky_directory_above_is_safe(tmp_path: Path) -> None:
+    _, _, env = _spark(tmp_path)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)  # like /tmp: others cannot rename or remove this user's plans dir
+    driver_launch.driver_launch(ARGS, env, shared / "plans")
+    assert driver_launch.driver_launch(ARGS, env, shared / "plans").planned  # type: ignore[union-attr]

@@ -260,8 +260,8 @@ SERVICE_VARIABLES: tuple[Variable[Any], ...] = (
         "spark.launch_plans_dir",
         "Where the driver's launch plans are kept (widehouse.spark.driver_launch): the java command "
         "spark-submit's launcher JVM prints, per JDK, Spark and driver options, so a driver starts "
-        "without that JVM (~0.3 s and ~0.35 core-s less per start). `off` starts every driver through "
-        "spark-submit.",
+        "without that JVM (~0.3 s and ~0.35 core-s less per start). Created 0700; a directory or plan "
+        "another user could write is never used. `off` starts every driver through spark-submit.",
     ),
     Variable(
         "WIDEHOUSE_SPARK_DRIVER_JIT",

@@ -24,6 +24,7 @@ the archive (their class path is the cluster's); on ``local[*]`` they run in the
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import subprocess
 import sys
@@ -32,9 +33,12 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from widehouse.errors import SetupError
+from widehouse.private import others_could_change, private_dir
 from widehouse.services.base import find_java
 from widehouse.services.spark_cluster import spark_home as installed_spark_home
 from widehouse.settings import Settings
+
+log = logging.getLogger("widehouse.spark")
 
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 """JVM options that keep the CDS log (and a refused archive's warning) off the job's output."""
@@ -88,9 +92,16 @@ def archive_path(settings: Settings, environ: Mapping[str, str] | None = None) -
 
 
 def driver_java_options(settings: Settings, environ: Mapping[str, str] | None = None) -> str | None:
-    """The driver JVM's options that map the archive, when it exists; else None."""
+    """The driver JVM's options that map the archive, when it exists; else None.
+
+    The JVM runs the classes an archive holds, so one another user could have written or swapped
+    (:func:`widehouse.private.others_could_change`) is not mapped."""
     path = archive_path(settings, environ)
     if path is None or not path.is_file():
+        return None
+    refusal = others_could_change(path)
+    if refusal is not None:
+        log.warning("the class archive %s is not used (%s): the driver starts without it", path, refusal)
         return None
     return f"-XX:SharedArchiveFile={path} {QUIET}"
 
@@ -130,7 +141,7 @@ def build(settings: Settings, *, force: bool = False) -> tuple[Path, bool]:
         )
     if path.is_file() and not force:
         return path, False
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     remove_abandoned(path.parent)
     partial = path.with_name(f"{path.stem}.{os.getpid()}.partial")
     partial.unlink(missing_ok=True)

@@ -31,7 +31,10 @@ spark-submit as before: a ``spark-env.sh`` to source, ``SPARK_TESTING``, ``SPARK
 launcher that fails (spark-submit then reports its error).
 
 Plans live in ``WIDEHOUSE_SPARK_LAUNCH_PLANS_DIR`` (default ``<vendor>/spark-launch``, beside the
-class archive; ``off``: every driver starts through spark-submit).
+class archive; ``off``: every driver starts through spark-submit). A plan is a command that is run,
+so it is written 0600 into a directory created 0700, and only a plan no other user could have
+written or swapped is used (:func:`widehouse.private.others_could_change`); in a directory others
+could write to, each start asks the launcher and keeps nothing.
 """
 
 from __future__ import annotations
@@ -52,6 +55,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from widehouse.errors import ConfigError
+from widehouse.private import SECRET_FILE_MODE, others_could_change, private_dir
 from widehouse.spark.class_archive import archive_key, java_binary, spark_home
 
 log = logging.getLogger("widehouse.spark")
@@ -227,7 +232,18 @@ def script_env(environ: Mapping[str, str], home: Path) -> dict[str, str] | None:
     return env
 
 
+def _plans_dir_refusal(plans_dir: Path) -> str | None:
+    """Why plans cannot be kept and used in ``plans_dir`` (made 0700 when missing), or None."""
+    try:
+        private_dir(plans_dir)
+    except (OSError, ConfigError) as exc:
+        return str(exc)
+    return others_could_change(plans_dir)
+
+
 def _load_plan(path: Path) -> list[str] | None:
+    if others_could_change(path) is not None:  # missing, or a command someone else could have put
+        return None
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -241,9 +257,10 @@ def _load_plan(path: Path) -> list[str] | None:
 
 
 def _keep_plan(directory: Path, path: Path, head: list[str]) -> None:
-    directory.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.partial")
-    partial.write_text(json.dumps({"format": FORMAT, "head": head}))
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, SECRET_FILE_MODE)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(json.dumps({"format": FORMAT, "head": head}))
     os.replace(partial, path)
     plans = sorted(directory.glob("plan-*.json"), key=_age_key, reverse=True)
     for old in plans[PLANS_KEPT:]:
@@ -293,7 +310,8 @@ def driver_launch(args: Sequence[str], environ: Mapping[str, str], plans_dir: Pa
     if env is None:
         return None
     plan = plans_dir / f"plan-{plan_key(args, env, home, java)}.json"
-    head = _load_plan(plan)
+    refusal = _plans_dir_refusal(plans_dir)
+    head = _load_plan(plan) if refusal is None else None
     if head is not None:
         return DriverLaunch((*head, *args), env, planned=True)
     command = run_launcher(args, env, home, java)
@@ -302,14 +320,17 @@ def driver_launch(args: Sequence[str], environ: Mapping[str, str], plans_dir: Pa
     head = plan_head(command, args)
     if head is None:  # the launcher did more than echo the arguments: use its answer, keep nothing
         return DriverLaunch(tuple(command), env, planned=False)
-    try:
-        _keep_plan(plans_dir, plan, head)
-    except OSError as exc:  # this start goes on; the next one asks the launcher again
+    if refusal is None:
+        try:
+            _keep_plan(plans_dir, plan, head)
+        except OSError as exc:
+            refusal = str(exc)
+    if refusal is not None:  # this start goes on; the next one asks the launcher again
         log.warning(
-            "the driver's launch plan was not kept in %s (%s): make WIDEHOUSE_SPARK_LAUNCH_PLANS_DIR a "
-            "writable directory, or off",
+            "the driver's launch plans are not kept in %s (%s): make WIDEHOUSE_SPARK_LAUNCH_PLANS_DIR a "
+            "directory only this user can write, or off",
             plans_dir,
-            exc,
+            refusal,
         )
     return DriverLaunch((*head, *args), env, planned=False)
 
