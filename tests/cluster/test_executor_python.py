@@ -38,6 +38,7 @@ spark.stop()
 """
 
 
+@pytest.mark.usefixtures("metastore")  # the job's session uses the shared catalog, run alone too
 def test_executors_run_the_shipped_environment(cluster_env: dict[str, str], tmp_path: Path) -> None:
     env = {**os.environ, "WIDEHOUSE_STATE_DIR": str(tmp_path / "state"), **cluster_env}
     done = subprocess.run(
