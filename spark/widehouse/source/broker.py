@@ -299,9 +299,8 @@ class BrokerView:
             raise PulsarError(f"cannot locate index {target} of {tp} between {lo} and {hi}")
         if target == hi.index:
             return hi
-        with self._lock:
-            table = self._tables.get(tp)
-        if table is not None and table.holds(hi.position):
+        table = self._kept_table(tp, hi.position)
+        if table is not None:
             try:
                 return self._search(tp, table, lo, hi, target)
             except PulsarError:  # the kept list is stale (data deleted, topic recreated): list again
@@ -347,14 +346,19 @@ class BrokerView:
         """The asked partitions whose searches need a ledger list first: none kept (a query's
         first batch), or one that ends before the slice's end (a ledger rolled over since)."""
         out: dict[TopicPartition, None] = {}
-        with self._lock:
-            for tp, lo, hi, target in asks:
-                if not lo.index < target < hi.index or hi.position is None:
-                    continue  # answered without a search (or an error locate raises)
-                table = self._tables.get(tp)
-                if table is None or not table.holds(hi.position):
-                    out[tp] = None
+        for tp, lo, hi, target in asks:
+            if not lo.index < target < hi.index or hi.position is None:
+                continue  # answered without a search (or an error locate raises)
+            if self._kept_table(tp, hi.position) is None:
+                out[tp] = None
         return list(out)
+
+    def _kept_table(self, tp: TopicPartition, position: Position) -> _EntryTable | None:
+        """The partition's kept ledger list if it reaches ``position``, else None (none kept yet, or
+        a ledger rolled over since it was listed)."""
+        with self._lock:
+            table = self._tables.get(tp)
+        return table if table is not None and table.holds(position) else None
 
     def _start_searches(
         self, asks: Sequence[tuple[TopicPartition, Mark, Mark, int]], found: dict[int, Mark]
@@ -368,9 +372,8 @@ class BrokerView:
             if target == hi.index:
                 found[i] = hi
                 continue
-            with self._lock:
-                table = self._tables.get(tp)
-            if table is None or not table.holds(hi.position):
+            table = self._kept_table(tp, hi.position)
+            if table is None:
                 continue
             search = self._probes(tp, table, lo, hi, target)
             try:

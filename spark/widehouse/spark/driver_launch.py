@@ -256,13 +256,13 @@ def _load_plan(path: Path) -> list[str] | None:
     return head
 
 
-def _keep_plan(directory: Path, path: Path, head: list[str]) -> None:
+def _keep_plan(path: Path, head: list[str]) -> None:
     partial = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.partial")
     fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, SECRET_FILE_MODE)
     with os.fdopen(fd, "w") as handle:
         handle.write(json.dumps({"format": FORMAT, "head": head}))
     os.replace(partial, path)
-    plans = sorted(directory.glob("plan-*.json"), key=_age_key, reverse=True)
+    plans = sorted(path.parent.glob("plan-*.json"), key=_age_key, reverse=True)
     for old in plans[PLANS_KEPT:]:
         old.unlink(missing_ok=True)
 
@@ -322,7 +322,7 @@ def driver_launch(args: Sequence[str], environ: Mapping[str, str], plans_dir: Pa
         return DriverLaunch(tuple(command), env, planned=False)
     if refusal is None:
         try:
-            _keep_plan(plans_dir, plan, head)
+            _keep_plan(plan, head)
         except OSError as exc:
             refusal = str(exc)
     if refusal is not None:  # this start goes on; the next one asks the launcher again
