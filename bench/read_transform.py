@@ -23,9 +23,12 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench.common import machine, save, table
+
+if TYPE_CHECKING:
+    from bench.stream_wide import Bench
 
 
 def _run(tasks: list[Any], body: Callable[[Any], Iterator[Any]]) -> tuple[float, float, int]:
@@ -34,7 +37,9 @@ def _run(tasks: list[Any], body: Callable[[Any], Iterator[Any]]) -> tuple[float,
     return time.process_time() - cpu, time.perf_counter() - wall, rows
 
 
-def measure(events: int, runs: int) -> dict[str, Any]:
+def measure(events: int, runs: int, within: Bench | None = None) -> dict[str, Any]:
+    """The sides' CPU over ``events`` demo events, median of ``runs``. ``within``: the calling bench
+    (its tenants are dropped, and its session stopped, when it closes); else a bench of its own."""
     from bench.stream_wide import Bench, _suffix
     from widehouse.catalog import load_catalog
     from widehouse.generator.options import GenerateOptions
@@ -44,7 +49,7 @@ def measure(events: int, runs: int) -> dict[str, Any]:
     from widehouse.source.reader import read_messages, read_task
     from widehouse.stream.transform import TransformPlan, transform_packed
 
-    bench = Bench(Path(tempfile.mkdtemp(prefix="widehouse-bench-read-")), owns_spark=True)
+    bench = within or Bench(Path(tempfile.mkdtemp(prefix="widehouse-bench-read-")), owns_spark=True)
     try:
         suffix = _suffix()
         settings = bench.settings("read", suffix=suffix)
@@ -85,7 +90,8 @@ def measure(events: int, runs: int) -> dict[str, Any]:
             }
         return results
     finally:
-        bench.close()
+        if within is None:
+            bench.close()
 
 
 def render(results: dict[str, Any]) -> str:

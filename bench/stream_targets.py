@@ -107,7 +107,7 @@ def measure(args: argparse.Namespace, bench: Bench) -> dict[str, Any]:
     now["cpu_transform_us"] = cpu / sum(b.num_rows for b in batches) * 1e6
     from bench.read_transform import measure as read_transform
 
-    read = read_transform(min(args.events, 200_000), 3)
+    read = read_transform(min(args.events, 200_000), 3, bench)
     now["read_transform"] = read
     now["cpu_us"] = read["sides"]["read + transform (a stream task)"]["cpu_s"] / read["events"] * 1e6
     return now

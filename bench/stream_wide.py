@@ -58,6 +58,16 @@ def stop_spark() -> None:
     session.stop()
 
 
+def close_readers() -> None:
+    """Close the Pulsar readers this process keeps (``bench read_transform`` reads in-process), so
+    none looks the bench's topics up again once their tenants are dropped (an error line each time,
+    until the janitor's next sweep)."""
+    if "widehouse.source.reader" in sys.modules:
+        from widehouse.source.reader import close_kept
+
+        close_kept()
+
+
 class Bench:
     """One process, one Spark session; each part in its own ClickHouse database and folders.
 
@@ -83,6 +93,7 @@ class Bench:
         settings = load_settings()
         if self.owns_spark:
             stop_spark()
+        close_readers()
         dropped = drop_tenants(settings.pulsar, sorted(self.suffixes))
         if dropped:
             print(f"dropped {dropped} bench tenants from the broker")

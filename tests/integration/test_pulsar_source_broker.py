@@ -755,3 +755,29 @@ def test_kept_readers_of_a_deleted_topic_are_closed_at_the_next_sweep(
     assert [key[2] for key in reader_module._KEPT] == [f"persistent://{ns}/stays"]
     assert reader_module._sweep(time.monotonic() + reader_module._KEPT_IDLE_S + 1) == 1  # idle
     assert not reader_module._KEPT
+
+
+def test_close_kept_closes_every_kept_reader_of_the_process(
+    services: Settings, ns: str, client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a process calls before deleting the topics it read (a benchmark's tenants): its kept
+    readers are closed at once, not at the janitor's next sweep."""
+    from widehouse.source import reader as reader_module
+
+    monkeypatch.setattr(reader_module, "_KEPT", type(reader_module._KEPT)())  # this test's readers only
+    sent = publish(client, f"persistent://{ns}/a", 20) + publish(client, f"persistent://{ns}/b", 20)
+    controller = namespace_controller(services, ns, "closekept", durableSubscription="false")
+    try:
+        start = controller.initial_offset()
+        tasks = controller.plan(start, controller.latest_offset(start, None))
+    finally:
+        controller.stop()
+    config = controller.options.read_config
+    read = [v.decode() for t in tasks for b in read_task(t, config) for v in b.column("value").to_pylist()]
+    assert sorted(read) == sorted(sent)
+    readers = [entry[0] for entry in reader_module._KEPT.values()]
+    assert len(readers) == 2 and all(r.is_connected() for r in readers)
+    assert reader_module.close_kept() == 2
+    assert not reader_module._KEPT
+    assert not any(r.is_connected() for r in readers)
+    assert reader_module.close_kept() == 0

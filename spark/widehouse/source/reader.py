@@ -138,6 +138,25 @@ def _sweep(now: float) -> int:
     return len(readers)
 
 
+def close_kept() -> int:
+    """Close every reader this process keeps, and wait for each; returns how many.
+
+    For a process about to delete the topics it read (a benchmark's tenants) or done reading: a
+    kept reader of a deleted topic would look it up again and again until the janitor's next sweep.
+    """
+    import _pulsar
+
+    with _KEPT_LOCK:
+        readers = [reader for reader, _through, _kept_at in _KEPT.values()]
+        _KEPT.clear()
+    for reader in readers:
+        try:
+            reader.close()
+        except _pulsar.PulsarException as exc:  # already closed or cut off: nothing left to release
+            log.debug("closing a kept reader: %s", exc)
+    return len(readers)
+
+
 def _ignore(_result: Any) -> None:
     pass
 
