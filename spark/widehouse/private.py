@@ -30,7 +30,8 @@ AIRFLOW_PASSWORD = "airflow-password"  # noqa: S105 - the file name, not a passw
 PULSAR_ADMIN_TOKEN = "pulsar-admin-token"  # noqa: S105 - the file name, not a token
 PULSAR_SECRET_KEY = "pulsar-token-secret.key"  # noqa: S105 - the file name of the local HS256 key
 PRIVATE_DIR_MODE = 0o700
-SECRET_FILE_MODE = 0o600
+PRIVATE_FILE_MODE = 0o600
+"""A file only its owner can read or write: secrets, and the launch plans a driver runs."""
 
 
 def private_dir(path: Path, *, tighten: bool = False) -> Path:

@@ -98,8 +98,8 @@ def connections_path(airflow: AirflowSettings) -> Path:
 def write_private(path: Path, text: str) -> None:
     """Write a file only this user can read (0600 from the first byte, in a 0700 directory)."""
     private.private_dir(path.parent)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.fchmod(fd, 0o600)  # an existing file keeps its old mode through O_CREAT
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, private.PRIVATE_FILE_MODE)
+    os.fchmod(fd, private.PRIVATE_FILE_MODE)  # an existing file keeps its old mode through O_CREAT
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(text)
 

@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from widehouse.errors import ConfigError
-from widehouse.private import SECRET_FILE_MODE, others_could_change, private_dir
+from widehouse.private import PRIVATE_FILE_MODE, others_could_change, private_dir
 from widehouse.spark.class_archive import archive_key, java_binary, spark_home
 
 log = logging.getLogger("widehouse.spark")
@@ -258,7 +258,7 @@ def _load_plan(path: Path) -> list[str] | None:
 
 def _keep_plan(path: Path, head: list[str]) -> None:
     partial = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.partial")
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, SECRET_FILE_MODE)
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
     with os.fdopen(fd, "w") as handle:
         handle.write(json.dumps({"format": FORMAT, "head": head}))
     os.replace(partial, path)
