@@ -19,9 +19,11 @@ the ClickHouse service, Delta on local disk):
   process after the drains (its JVM and Python daemons already started; a cold process adds them:
   ``python -m bench stream_wide --parts topics --topics 1000 --topic-events 100000``);
 - **freshness** (``--freshness``; slow): publish at ``--rate`` for ``--seconds`` with the generator
-  co-located, ``--trigger`` seconds between batches (2 by default, the trigger a freshness of 5 s
-  needs on this box: a 5 s trigger alone makes an event wait 2.5 s on average; the product's default
-  is 10 s, fewer batches per core; the row names it);
+  co-located, ``--trigger`` seconds between batches (1 by default; the product's default is 10 s,
+  fewer batches per core; the row names it). At 50,000 events/s a batch here takes 1.5-2.5 s, so
+  with a trigger below that the batches run back to back and an event waits for at most one
+  batch's time; a 2 s trigger holds back every batch that ends sooner (p95 4.5-6.0 s against
+  3.8-4.8 s with 1 s, NOTES.md);
 - **CPU per event**: read + parse + classify + fold as a stream task does it, in this process
   (``bench.read_transform``: the Pulsar client's threads included, the broker not), and the
   transform alone (``bench.transform``);
@@ -298,7 +300,7 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("--rate", type=float, default=50_000.0)
     parser.add_argument("--seconds", type=float, default=60.0)
-    parser.add_argument("--trigger", type=float, default=2.0, help="freshness: trigger seconds")
+    parser.add_argument("--trigger", type=float, default=1.0, help="freshness: trigger seconds")
     parser.add_argument("--log-batches", action="store_true")
     parser.add_argument(
         "--no-idiomatic", dest="idiomatic", action="store_false", help="skip the idiomatic-alternative run"
