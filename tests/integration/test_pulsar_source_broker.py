@@ -285,6 +285,18 @@ def namespace_controller(services: Settings, ns: str, app: str, **options: str) 
     return StreamController(parse_options({**everything, **options}, services.pulsar))
 
 
+def read_namespace_once(services: Settings, ns: str, app: str) -> list[str]:
+    """Every message of ``ns`` as one batch plans and reads it (its readers stay kept), decoded."""
+    controller = namespace_controller(services, ns, app, durableSubscription="false")
+    try:
+        start = controller.initial_offset()
+        tasks = controller.plan(start, controller.latest_offset(start, None))
+    finally:
+        controller.stop()
+    config = controller.options.read_config
+    return [v.decode() for t in tasks for b in read_task(t, config) for v in b.column("value").to_pylist()]
+
+
 def test_admission_per_trigger_floor_and_exactly_once(services: Settings, ns: str, client: Any) -> None:
     with PulsarAdmin(services.pulsar) as admin:
         admin.ensure_partitions(f"persistent://{ns}/big", 3)
@@ -724,20 +736,7 @@ def test_kept_readers_of_a_deleted_topic_are_closed_at_the_next_sweep(
         sent = publish(client, f"persistent://{ns}/gone", 40)
         sent += publish(client, f"persistent://{ns}/stays", 10)
         admin.set_auto_topic_creation(ns, False)  # the readers' reconnects must not bring it back
-        controller = namespace_controller(services, ns, "sweep", durableSubscription="false")
-        try:
-            start = controller.initial_offset()
-            tasks = controller.plan(start, controller.latest_offset(start, None))
-        finally:
-            controller.stop()
-        config = controller.options.read_config
-        read = [
-            v.decode()
-            for task in tasks
-            for b in read_task(task, config)
-            for v in b.column("value").to_pylist()
-        ]
-        assert sorted(read) == sorted(sent)
+        assert sorted(read_namespace_once(services, ns, "sweep")) == sorted(sent)
         kept = {key[2]: entry[0] for key, entry in reader_module._KEPT.items()}
         assert sorted(kept) == [
             f"persistent://{ns}/gone-partition-0",
@@ -766,15 +765,7 @@ def test_close_kept_closes_every_kept_reader_of_the_process(
 
     monkeypatch.setattr(reader_module, "_KEPT", type(reader_module._KEPT)())  # this test's readers only
     sent = publish(client, f"persistent://{ns}/a", 20) + publish(client, f"persistent://{ns}/b", 20)
-    controller = namespace_controller(services, ns, "closekept", durableSubscription="false")
-    try:
-        start = controller.initial_offset()
-        tasks = controller.plan(start, controller.latest_offset(start, None))
-    finally:
-        controller.stop()
-    config = controller.options.read_config
-    read = [v.decode() for t in tasks for b in read_task(t, config) for v in b.column("value").to_pylist()]
-    assert sorted(read) == sorted(sent)
+    assert sorted(read_namespace_once(services, ns, "closekept")) == sorted(sent)
     readers = [entry[0] for entry in reader_module._KEPT.values()]
     assert len(readers) == 2 and all(r.is_connected() for r in readers)
     assert reader_module.close_kept() == 2
