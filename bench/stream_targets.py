@@ -22,8 +22,8 @@ the ClickHouse service, Delta on local disk):
   co-located, ``--trigger`` seconds between batches (1 by default; the product's default is 10 s,
   fewer batches per core; the row names it). At 50,000 events/s a batch here takes 1.5-2.5 s, so
   with a trigger below that the batches run back to back and an event waits for at most one
-  batch's time; a 2 s trigger holds back every batch that ends sooner (p95 4.5-6.0 s against
-  3.8-4.8 s with 1 s, NOTES.md);
+  batch's time; a 2 s trigger holds back every batch that ends sooner (p95: median 5.8 s of 5 runs
+  against 4.4 s of 7 with 1 s, NOTES.md);
 - **CPU per event**: read + parse + classify + fold as a stream task does it, in this process
   (``bench.read_transform``: the Pulsar client's threads included, the broker not), and the
   transform alone (``bench.transform``);

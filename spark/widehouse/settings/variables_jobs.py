@@ -127,7 +127,8 @@ JOB_VARIABLES: tuple[Variable[Any], ...] = (
         "stream.trigger_seconds",
         "Streaming: micro-batch trigger interval in seconds (fewer batches per core when longer). For "
         "freshness, one below the batches' own time: at 50,000 events/s on a 2-core box with every "
-        "service on it, batches took 1.5-2.5 s and p95 freshness was 3.8-4.8 s with `1`, 4.5-6.0 s with `2`.",
+        "service on it, batches took 1.5-2.5 s and p95 freshness was 4.4 s with `1` (median of 7 runs, "
+        "3.8-5.9), 5.8 s with `2` (5 runs, 4.5-6.0).",
     ),
     Variable(
         "WIDEHOUSE_STREAM_MAX_MESSAGES",
