@@ -318,6 +318,25 @@ def test_plans_are_private_to_their_user(tmp_path: Path) -> None:
     assert stat.S_IMODE(plan.stat().st_mode) == 0o600
 
 
+def test_a_leftover_partial_does_not_lend_its_mode_to_the_plan(tmp_path: Path) -> None:
+    """A partial file left by a crashed start of the same process and thread is rewritten, and the
+    plan it becomes is owner-only whatever mode the leftover had."""
+    import threading
+
+    _, _, env = _spark(tmp_path)
+    plans = tmp_path / "plans"
+    driver_launch.driver_launch(ARGS, env, plans)
+    (plan,) = plans.glob("plan-*.json")
+    plan.unlink()
+    leftover = plan.with_name(f"{plan.name}.{os.getpid()}.{threading.get_ident()}.partial")
+    leftover.write_text("half a plan")
+    leftover.chmod(0o666)
+    driver_launch.driver_launch(ARGS, env, plans)
+    assert stat.S_IMODE(plan.stat().st_mode) == 0o600
+    assert not leftover.exists()
+    assert driver_launch.driver_launch(ARGS, env, plans).planned  # type: ignore[union-attr]
+
+
 def test_a_plan_someone_else_could_have_written_is_not_run(tmp_path: Path) -> None:
     _, _, env = _spark(tmp_path)
     plans = tmp_path / "plans"

@@ -259,6 +259,7 @@ def _load_plan(path: Path) -> list[str] | None:
 def _keep_plan(path: Path, head: list[str]) -> None:
     partial = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.partial")
     fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
+    os.fchmod(fd, PRIVATE_FILE_MODE)  # a leftover partial of the same name keeps its old mode otherwise
     with os.fdopen(fd, "w") as handle:
         handle.write(json.dumps({"format": FORMAT, "head": head}))
     os.replace(partial, path)
