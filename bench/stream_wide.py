@@ -209,7 +209,6 @@ def part_freshness(bench: Bench, rate: float, seconds: float, trigger: float = 5
     from widehouse.catalog import load_catalog
 
     topics = [str(t.name) for t in load_catalog(settings.schemas_dir).relocated(suffix).topics]
-    result: dict[str, Any] = {}
 
     def publish_then_drain(app: Any) -> None:
         # inline, not in a thread: a generator that raises ends the part (and stops the app) at once
@@ -217,17 +216,17 @@ def part_freshness(bench: Bench, rate: float, seconds: float, trigger: float = 5
             settings,
             GenerateOptions(duration_s=seconds, rate=rate, users=5000, tenant_suffix=suffix, seed=3),
         )
-        result["sent"] = burst.counts().sent + timed.counts().sent
+        sent = burst.counts().sent + timed.counts().sent
         # drained when the committed batches read every message sent. (Waiting for a batch planned
         # after the generator returned waited out the deadline whenever the last batch had been
         # planned after the last send but before the generator's return: no data, no next batch.)
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             groups, _ = _progress(app)
-            if sum(g["rows_in"] for g in groups) >= result["sent"]:
+            if sum(g["rows_in"] for g in groups) >= sent:
                 return
             time.sleep(0.5)
-        print(f"freshness: the app had not read all {result['sent']:,} messages sent after 300 s")
+        print(f"freshness: the app had not read all {sent:,} messages sent after 300 s")
 
     app = _run_app(settings, topics, available_now=False, until=publish_then_drain)
     groups, topic_rows = _progress(app)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -321,8 +322,6 @@ def test_plans_are_private_to_their_user(tmp_path: Path) -> None:
 def test_a_leftover_partial_does_not_lend_its_mode_to_the_plan(tmp_path: Path) -> None:
     """A partial file left by a crashed start of the same process and thread is rewritten, and the
     plan it becomes is owner-only whatever mode the leftover had."""
-    import threading
-
     _, _, env = _spark(tmp_path)
     plans = tmp_path / "plans"
     driver_launch.driver_launch(ARGS, env, plans)
