@@ -11,7 +11,7 @@ import pytest
 
 from widehouse import clickhouse
 from widehouse.catalog import load_catalog
-from widehouse.contracts.tables import PROGRESS_SHAPE, QUARANTINE, QUARANTINE_SHAPE
+from widehouse.contracts.tables import COUNTS, COUNTS_SHAPE, PROGRESS_SHAPE, QUARANTINE, QUARANTINE_SHAPE
 from widehouse.settings import Settings
 from widehouse.stream.commits import ClickHouseLedger
 from widehouse.stream.progress import BatchIdentity
@@ -70,6 +70,13 @@ def _quarantine_rows(batch: int, ids: list[str]) -> pa.Table:
     )  # fmt: skip
 
 
+def _counts_row(batch: int, group: str = "g") -> pa.Table:
+    row = {"app": "ledger", "group": group, "batch_id": batch, "topic": "persistent://t/n/x",
+           "publish_hour": dt.datetime(2024, 5, 1, 13, tzinfo=dt.UTC), "rows_in": 2, "rows_out": 0,
+           "bad": 2, "late": 0}  # fmt: skip
+    return pa.Table.from_pylist([row], schema=COUNTS_SHAPE.arrow_schema())
+
+
 def _progress_row(batch: int) -> pa.Table:
     at = dt.datetime(2024, 5, 1, 14, tzinfo=dt.UTC)
     row = {"app": "ledger", "group": "g", "batch_id": batch, "topic": "*", "rows_in": 2, "rows_out": 0,
@@ -86,13 +93,16 @@ def test_a_replay_after_the_dedup_window_expired_changes_nothing(tmp_path: Path)
     client = clickhouse.connect(settings_for(tmp_path, WIDEHOUSE_CLICKHOUSE_DATABASE=database).clickhouse)
     try:
         ensure_clickhouse(client, load_catalog(settings_for(tmp_path).schemas_dir))
-        client.command(f"ALTER TABLE {QUARANTINE} MODIFY SETTING non_replicated_deduplication_window = 1")
+        for table in (QUARANTINE, COUNTS):
+            client.command(f"ALTER TABLE {table} MODIFY SETTING non_replicated_deduplication_window = 1")
         count = "SELECT count() FROM quarantine WHERE app = 'ledger' AND group = 'g'"
 
         def expire_window() -> None:  # another group's inserts push the batch's token out of the window
             for n in range(3):
+                other = BatchIdentity("ledger", "h", 100 + n)
                 rows = _quarantine_rows(100 + n, [f"other-{n}"]).set_column(1, "group", pa.array(["h"]))
-                client.insert(QUARANTINE, rows, BatchIdentity("ledger", "h", 100 + n).token(QUARANTINE))
+                client.insert(QUARANTINE, rows, other.token(QUARANTINE))
+                client.insert(COUNTS, _counts_row(100 + n, "h"), other.token(COUNTS))
 
         # tokens alone: a replay after the window expired counts twice (what the ledger prevents)
         raw = BatchIdentity("ledger", "raw", 1)
@@ -114,16 +124,23 @@ def test_a_replay_after_the_dedup_window_expired_changes_nothing(tmp_path: Path)
         assert restarted.committed == 5
         assert client.rows(count) == [(2,)]
 
-        # batch 6 cut short after its quarantine insert (no progress); a long outage; batch 6 replays
+        # batch 6 cut short after its quarantine and counts inserts (no progress); a long outage;
+        # batch 6 replays: the marked quarantine is skipped, the counts (no mark) are written again
         six = BatchIdentity("ledger", "g", 6)
         assert restarted.begin(6) is True
         restarted.insert(QUARANTINE, _quarantine_rows(6, ["c"]), six)
+        restarted.insert(COUNTS, _counts_row(6), six)
+        marks = "SELECT `table` FROM stream_sink_marks WHERE app = 'ledger' AND batch_id = 6"
+        assert client.rows(marks) == [(QUARANTINE,)]
         expire_window()
         again = ClickHouseLedger(lambda: client, "ledger", "g")
         assert again.begin(6) is True  # not committed: the batch runs, but skips what it wrote
         assert again.insert(QUARANTINE, _quarantine_rows(6, ["c"]), six) == 0
+        assert again.insert(COUNTS, _counts_row(6), six) == 1  # sent again (its token left the window)
         again.commit(six, _progress_row(6))
         assert client.rows(count) == [(3,)]
+        six_counts = "SELECT rows_in, bad FROM stream_counts FINAL WHERE app = 'ledger' AND batch_id = 6"
+        assert client.rows(six_counts) == [(2, 2)]  # the replay's row folds into the first
         assert again.begin(7) is True  # the next batch is written normally
         assert again.insert(QUARANTINE, _quarantine_rows(7, ["d"]), BatchIdentity("ledger", "g", 7)) == 1
         assert client.rows(count) == [(4,)]

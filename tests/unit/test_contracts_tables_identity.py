@@ -125,3 +125,24 @@ def test_identities_are_built_only_in_contracts_identity(pattern: str, what: str
         if regex.search(line)
     ]
     assert found == [], what
+
+
+def test_tables_collapsed_on_replay_fold_a_batch_written_twice_for_every_reader() -> None:
+    """A table the stream writes without a sink mark must fold a replayed batch's rows into the first:
+    its engine replaces rows of one key, the key holds the batch, and every query reading it says
+    ``FINAL`` (in the library and in the analysts' SQL)."""
+    assert set(tables.COLLAPSED_ON_REPLAY) == {"stream_counts"}
+    shapes = {s.name: s for s in tables.STREAM_SHAPES}
+    constants = {getattr(tables, n): n for n in tables.__all__ if isinstance(getattr(tables, n), str)}
+    unfinal = []
+    for name in sorted(tables.COLLAPSED_ON_REPLAY):
+        shape = shapes[name]
+        assert shape.engine.startswith("ReplacingMergeTree")
+        assert {"app", "group", "batch_id"} <= set(shape.order_by)
+        read = re.compile(rf"\b(?:FROM|JOIN)\s+(?:\{{{constants[name]}\}}|`?{name}`?)(?!\s+FINAL\b)", re.I)
+        sql = {  # without the comments
+            p: re.sub(r"--.*", "", p.read_text()) for p in sorted((LIBRARY.parents[1] / "sql").rglob("*.sql"))
+        }
+        for path, text in {**_sources(LIBRARY), **sql}.items():
+            unfinal += [f"{path.name}: {m.group(0)!r}" for m in read.finditer(text)]
+    assert unfinal == []

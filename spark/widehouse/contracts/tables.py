@@ -125,6 +125,12 @@ COUNTS_SHAPE = Shape(
 the hourly reconciliation compares them with the broker and with the quarantine and late tables. A
 replayed batch writes the same rows, which the engine collapses (read with ``FINAL``)."""
 
+COLLAPSED_ON_REPLAY: frozenset[str] = frozenset({COUNTS})
+"""The stream's ClickHouse tables whose replayed rows collapse into the first ones: a
+``ReplacingMergeTree`` whose key holds (app, group, batch_id), read with ``FINAL`` by every reader. The
+sink writes them beside the batch's other tables and without a sink mark: a replay may write them again.
+"""
+
 MARKS_SHAPE = Shape(
     MARKS,
     (
@@ -138,10 +144,11 @@ MARKS_SHAPE = Shape(
     order_by=("app", "group", "batch_id", "table"),
     engine="ReplacingMergeTree",
 )
-"""One row per ClickHouse table a batch has written, inserted right after that table's insert. The
-group's last committed batch comes from ``stream_progress`` (written last); these marks tell, for the
-one batch a crash may have left half-written, which tables already hold it, so its replay skips them
-whatever happened to the deduplication window meanwhile (:mod:`widehouse.stream.commits`)."""
+"""One row per ClickHouse table a batch has written (but :data:`COLLAPSED_ON_REPLAY`), inserted
+right after that table's insert. The group's last committed batch comes from ``stream_progress``
+(written last); these marks tell, for the one batch a crash may have left half-written, which tables
+already hold it, so its replay skips them whatever happened to the deduplication window meanwhile
+(:mod:`widehouse.stream.commits`)."""
 
 STREAM_SHAPES: tuple[Shape, ...] = (*SIDE_SHAPES.values(), COUNTS_SHAPE, MARKS_SHAPE)
 """Every ClickHouse table of the stream besides the catalog's wide tables."""
@@ -312,6 +319,7 @@ def check_cluster_name(name: str) -> str:
 
 __all__ = [
     "BATCH_SHAPES",
+    "COLLAPSED_ON_REPLAY",
     "COUNTS",
     "COUNTS_SHAPE",
     "GROUP_ROW",

@@ -10,7 +10,9 @@ So the sink does not rely on it:
   in memory; a batch at or below it is skipped entirely;
 - the first batch after that may have been cut short by a crash: ``stream_sink_marks`` names the
   tables that already hold it (a mark is inserted right after each table's insert), and its replay
-  skips those.
+  skips those. Tables whose replayed rows collapse into the first ones
+  (:data:`~widehouse.contracts.tables.COLLAPSED_ON_REPLAY`, the per-hour counts) get no mark: their
+  replay writes them again, which readers' ``FINAL`` folds away.
 
 Inserts still carry their deduplication token and ``async_insert=0``, a second line of defence for a
 crash between an insert and its mark.
@@ -34,7 +36,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from widehouse.contracts.tables import MARKS, MARKS_SHAPE, PROGRESS
+from widehouse.contracts.tables import COLLAPSED_ON_REPLAY, MARKS, MARKS_SHAPE, PROGRESS
 from widehouse.stream.progress import BatchIdentity
 
 if TYPE_CHECKING:
@@ -126,7 +128,8 @@ class ClickHouseLedger:
         return True
 
     def insert(self, table: str, data: pa.Table, identity: BatchIdentity) -> int:
-        """Insert the batch's rows of ``table`` (unless already there), then mark the table written."""
+        """Insert the batch's rows of ``table`` (unless already there), then mark the table written
+        (no mark for a table in :data:`~widehouse.contracts.tables.COLLAPSED_ON_REPLAY`)."""
         return self._insert(self.client(), table, data, identity)
 
     def insert_all(
@@ -189,6 +192,9 @@ class ClickHouseLedger:
         if table in self._written or data.num_rows == 0:
             return 0
         sent = client.insert(table, data, identity.token(table))
+        if table in COLLAPSED_ON_REPLAY:  # a replay's rows fold into these: no mark needed
+            self._written.add(table)
+            return sent
         mark = pa.Table.from_pylist(
             [
                 {

@@ -11,11 +11,11 @@
 2. Per wide table, partial rows from all input partitions are merged per (key, hour) on the driver
    with the catalog's merge functions (sum, min, max, first/last by event time), in Arrow; a partial
    sum that would overflow the merge is quarantined with reason ``overflow`` first (``merge.settle``).
-3. Sinks, each idempotent per (app, group, batch): ClickHouse ``<table>_partial``, quarantine and
-   late tables (skipped when the group already committed the batch, :mod:`widehouse.stream.commits`);
-   Delta partials, quarantine and late tables, appended from the driver with delta-rs
-   (:mod:`widehouse.stream.bronze`, no Spark job); then the per-hour counts and the progress rows
-   (per topic: rows in/out, bad, late, lag, max event time, publish-time range; per group: the
+3. Sinks, each idempotent per (app, group, batch): ClickHouse ``<table>_partial``, quarantine, late
+   and per-hour counts tables, side by side (skipped when the group already committed the batch,
+   :mod:`widehouse.stream.commits`); Delta partials, quarantine and late tables, appended from the
+   driver with delta-rs (:mod:`widehouse.stream.bronze`, no Spark job); then the progress rows (per
+   topic: rows in/out, bad, late, lag, max event time, publish-time range; per group: the
    watermark), again without a Spark job.
 
 Progress rows and the group's watermark are computed by :mod:`widehouse.stream.progress`.
@@ -170,7 +170,7 @@ class BatchWriter:
         self._raise_at("before-sinks", batch_id)
         write_clickhouse = "clickhouse" in self.sinks and self.ledger.begin(batch_id)
         if write_clickhouse:
-            self._write_clickhouse(outputs, identity)
+            self._write_clickhouse(outputs, counts, identity)
             clock.lap("clickhouse")
         self._raise_at("after-clickhouse", batch_id)
         if "delta" in self.sinks:
@@ -181,7 +181,7 @@ class BatchWriter:
         # Spark records the planning time in every offset log; the batch start only stands in for an odd one
         planned_ms = batch_log.planned_ms or int(started * 1000)
         progress = progress_rows(identity, stats, batch_log.metrics, planned_ms, started)
-        self._write_progress(progress, counts, identity, write_clickhouse)
+        self._write_progress(progress, identity, write_clickhouse)
         clock.lap("progress")
         if self.after_commit is not None:
             self.after_commit(outputs.quarantine, progress, batch_id)
@@ -211,15 +211,16 @@ class BatchWriter:
         self.timings.append({"batch_id": batch_id, "rows_in": rows_in, **dict(laps)})
 
     # -- sinks -------------------------------------------------------------------------------
-    def _write_clickhouse(self, outputs: BatchOutputs, identity: BatchIdentity) -> None:
-        """Each table's rows, several tables at once, unless this group already committed the batch
-        (see ``commits``)."""
+    def _write_clickhouse(self, outputs: BatchOutputs, counts: pa.Table, identity: BatchIdentity) -> None:
+        """Each table's rows and the batch's counts, several tables at once, unless this group already
+        committed the batch (see ``commits``). All of them precede the progress rows: a committed batch
+        has its counts."""
         from widehouse.clickhouse.ddl import table_names
 
         writes = [
             (table_names(self.catalog.table(name)).partial, data) for name, data in outputs.partials.items()
         ]
-        writes += [(QUARANTINE, outputs.quarantine), (LATE, outputs.late)]
+        writes += [(QUARANTINE, outputs.quarantine), (LATE, outputs.late), (COUNTS, counts)]
         self.ledger.insert_all(
             writes,
             identity,
@@ -260,14 +261,13 @@ class BatchWriter:
                 future.result()
 
     def _write_progress(
-        self, rows: list[dict[str, Any]], counts: pa.Table, identity: BatchIdentity, write_clickhouse: bool
+        self, rows: list[dict[str, Any]], identity: BatchIdentity, write_clickhouse: bool
     ) -> None:
-        """Counts, then the progress rows (a batch's commit mark in each sink); no Spark job."""
+        """The progress rows, the batch's commit mark in each sink; no Spark job."""
         import pyarrow as pa
 
         table = pa.Table.from_pylist(rows, schema=PROGRESS_SHAPE.arrow_schema())
         if write_clickhouse:
-            self.ledger.insert(COUNTS, counts, identity)  # before progress: a committed batch has its counts
             self.ledger.commit(identity, table)
         if "delta" in self.sinks:
             progress = self.bronze_tables[PROGRESS]
