@@ -32,6 +32,7 @@ function's globals, locals are numbered.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import CodeType
@@ -56,6 +57,7 @@ from widehouse.catalog.filters import (
 from widehouse.catalog.model import Topic, WideTable
 from widehouse.catalog.semantics.fold import WideRows, sum_in_range
 from widehouse.catalog.semantics.parse import INTEGER_RANGES, check_value
+from widehouse.catalog.types import FieldType
 
 Handler = Callable[[bytes, int], int | None]
 """``handler(payload, publish_ms)`` -> the event time if the event was folded, None if not touched."""
@@ -69,16 +71,25 @@ class _Filters:
     is True exactly when ``e`` is *true* (not false, not unknown), ``holds(e, False)`` when it is
     *false*."""
 
-    def __init__(self, env: dict[str, Any], top: dict[str, str]) -> None:
+    def __init__(
+        self, env: dict[str, Any], top: dict[str, str], inner: dict[tuple[str, ...], str] | None = None
+    ) -> None:
         self.env = env
         self.top = top  # top-level field name -> the local holding its checked value
+        self.inner = inner or {}  # a path into an object field checked inline -> the local holding it
 
     def _constant(self, value: object) -> str:
         name = f"L{len([k for k in self.env if k.startswith('L')])}"
         self.env[name] = value
         return name
 
-    def _ref(self, path: Path) -> str:
+    def ref(self, path: Path) -> str:
+        """The expression reading ``path``: the local of its longest prefix held in one, then
+        ``get_path`` for the rest (as the reference reads the parsed row)."""
+        for cut in range(len(path), 1, -1):
+            held = self.inner.get(tuple(path[:cut]))
+            if held is not None:
+                return held if cut == len(path) else f"get_path({held}, {self._constant(path[cut:])})"
         if len(path) == 1:
             return self.top[path[0]]
         return f"get_path({self.top[path[0]]}, {self._constant(path[1:])})"
@@ -87,7 +98,7 @@ class _Filters:
         """(expression, may be None)."""
         if isinstance(node, Literal):
             return self._constant(node.value), False
-        return self._ref(node.path), True
+        return self.ref(node.path), True
 
     def _compare(self, e: Compare, negate: bool) -> str:
         (a, a_null), (b, b_null) = self._operand(e.left), self._operand(e.right)
@@ -110,12 +121,12 @@ class _Filters:
         if isinstance(e, Compare):
             return self._compare(e, negate=not value)
         if isinstance(e, InList):
-            v = self._ref(e.operand.path)
+            v = self.ref(e.operand.path)
             values = self._constant(tuple(x.value for x in e.values))
             return f"({v} is not None and {v} {'in' if value != e.negated else 'not in'} {values})"
         if isinstance(e, IsNull):
-            return f"({self._ref(e.operand.path)} is {'' if value != e.negated else 'not '}None)"
-        v = self._ref(e.operand.path)
+            return f"({self.ref(e.operand.path)} is {'' if value != e.negated else 'not '}None)"
+        v = self.ref(e.operand.path)
         return f"({v} is not None and {f'bool({v})' if value else f'not {v}'})"
 
 
@@ -179,19 +190,22 @@ def handler_template(
         "float_type": float,
         "str_type": str,
         "bool_type": bool,
+        "list_type": list,
     }
     local = {f.name: f"f{i}" for i, f in enumerate(topic.fields)}
-    lines = _parse_lines(topic, env, local, rules, max_payload_bytes)
+    inner: dict[tuple[str, ...], str] = {}
+    lines = _parse_lines(topic, env, local, inner, rules, max_payload_bytes)
     checks: list[str] = []  # values, filters and overflow checks: nothing changes before they pass
     applies: list[str] = []
-    filters = _Filters(env, local)
+    filters = _Filters(env, local, inner)
     for t, (table, period_ms) in enumerate(tables):
         lines_of_table = _table_lines(t, table, period_ms, topic, env, local, filters)
         if lines_of_table is None:
             return None
         checks += lines_of_table[0]
         applies += lines_of_table[1]
-    source = "\n".join([*lines, *checks, *applies, f"    return {local[topic.event_time]}", ""])
+    tail = [*checks, *applies, f"    return {local[topic.event_time]}"]
+    source = "\n".join([*_unread_objects_unbuilt(lines, tail), *tail, ""])
     code = _compiled(source, f"<widehouse fast path: {topic.name}>")
     return HandlerTemplate(str(topic.name), code, env, source, len(tables))
 
@@ -213,10 +227,16 @@ def _compiled(source: str, filename: str) -> CodeType:
     return code
 
 
-def _parse_lines(
-    topic: Topic, env: dict[str, Any], local: dict[str, str], rules: EventTimeRules, max_payload_bytes: int
+def _parse_lines(  # noqa: PLR0917 - the generator's shared state, named at the one call site
+    topic: Topic,
+    env: dict[str, Any],
+    local: dict[str, str],
+    inner: dict[tuple[str, ...], str],
+    rules: EventTimeRules,
+    max_payload_bytes: int,
 ) -> list[str]:
-    """Parse, check every declared field, classify the event time: ``return None`` on any doubt."""
+    """Parse, check every declared field, classify the event time: ``return None`` on any doubt.
+    Objects' fields checked inline get locals of their own, recorded in ``inner`` by path."""
     lines = [
         "def handle(body, publish_ms):",
         f"    if not body or len(body) > {int(max_payload_bytes)}:",
@@ -228,29 +248,10 @@ def _parse_lines(
         "    if type(d) is not dict_type:",
         "        return None",
     ]
-    for i, field in enumerate(topic.fields):
-        v, kind = local[field.name], field.type.kind
+    for field in topic.fields:
+        v = local[field.name]
         lines.append(f"    {v} = d.get({field.name!r})")
-        if kind in INTEGER_RANGES:
-            low, high = INTEGER_RANGES[kind]
-            cond = f"type({v}) is not int_type or not {low} <= {v} <= {high}"
-        elif kind == "string":
-            cond = f"type({v}) is not str_type"
-        elif kind == "double":
-            cond = f"type({v}) is not float_type or not isfinite({v})"
-        elif kind == "boolean":
-            cond = f"type({v}) is not bool_type"
-        else:  # objects, arrays, maps: the reference's check, keeping its converted value
-            env[f"T{i}"] = field.type
-            lines += [
-                f"    if {v} is not None:",
-                "        problem = []",
-                f"        {v} = check(T{i}, {v}, '', problem)",
-                "        if problem:",
-                "            return None",
-            ]
-            continue
-        lines += [f"    if {v} is not None and ({cond}):", "        return None"]
+        lines += _value_lines(field.type, v, "    ", env, inner, (field.name,))
     key, et = local[topic.key], local[topic.event_time]
     return [
         *lines,
@@ -259,6 +260,92 @@ def _parse_lines(
         f"    behind = publish_ms - {et}",
         f"    if -behind > {rules.max_future_ms} or behind > {min(rules.max_age_ms, rules.lateness_ms)}:",
         "        return None",
+    ]
+
+
+_BUILD = re.compile(r"\s+(f\d+(?:_\d+)*) = \{")
+_LOCAL = re.compile(r"\bf\d+(?:_\d+)*\b")
+
+
+def _unread_objects_unbuilt(lines: list[str], tail: list[str]) -> list[str]:
+    """``lines`` without the building of a checked object's dict that nothing reads (its fields'
+    locals are what the checks read): an object is built when ``tail``, or an enclosing object's
+    dict that is built, names it."""
+    read = set(_LOCAL.findall("\n".join(tail)))
+    kept: list[str] = []
+    for line in reversed(lines):
+        built = _BUILD.match(line)
+        if built is not None:
+            if built.group(1) not in read:
+                continue
+            read |= set(_LOCAL.findall(line))
+        kept.append(line)
+    return kept[::-1]
+
+
+def _scalar_test(kind: str, v: str) -> str | None:
+    """An expression true when ``v`` (not None) is not a value the reference accepts unchanged as a
+    ``kind``; None when ``kind`` is not a scalar."""
+    if kind in INTEGER_RANGES:
+        low, high = INTEGER_RANGES[kind]
+        return f"type({v}) is not int_type or not {low} <= {v} <= {high}"
+    return {
+        "string": f"type({v}) is not str_type",
+        "double": f"type({v}) is not float_type or not isfinite({v})",
+        "boolean": f"type({v}) is not bool_type",
+    }.get(kind)
+
+
+def _value_lines(  # noqa: PLR0917 - the generator's shared state, named at the call sites
+    kind: FieldType,
+    v: str,
+    ind: str,
+    env: dict[str, Any],
+    inner: dict[tuple[str, ...], str],
+    path: tuple[str, ...],
+) -> list[str]:
+    """Lines leaving in ``v`` the value the reference's check (:func:`check_value`) gives for it, or
+    returning None where that check would refuse it or convert it.
+
+    Scalars, arrays and maps of scalars, and objects of these are checked inline (an object becomes
+    the dict the reference builds: every declared field, in order; each field's value is a local,
+    recorded in ``inner`` under its path). Anything else goes through the reference's check."""
+    test = _scalar_test(kind.kind, v)
+    if test is not None:
+        return [f"{ind}if {v} is not None and ({test}):", f"{ind}    return None"]
+    element = _scalar_test(kind.element.kind, "x") if kind.element is not None else None
+    if kind.kind in ("array", "map") and element is not None:
+        container, items = ("list_type", v) if kind.kind == "array" else ("dict_type", f"{v}.values()")
+        return [
+            f"{ind}if {v} is not None:",
+            f"{ind}    if type({v}) is not {container}:",
+            f"{ind}        return None",
+            f"{ind}    for x in {items}:",
+            f"{ind}        if x is not None and ({element}):",
+            f"{ind}            return None",
+        ]
+    if kind.kind == "object":
+        subs = [(f, f"{v}_{n}") for n, f in enumerate(kind.fields)]
+        lines = [f"{ind}{' = '.join(sub for _, sub in subs)} = None"] if subs else []
+        lines += [
+            f"{ind}if {v} is not None:",
+            f"{ind}    if type({v}) is not dict_type:",
+            f"{ind}        return None",
+        ]
+        for field, sub in subs:
+            inner[(*path, field.name)] = sub
+            lines.append(f"{ind}    {sub} = {v}.get({field.name!r})")
+            lines += _value_lines(field.type, sub, ind + "    ", env, inner, (*path, field.name))
+        built = ", ".join(f"{field.name!r}: {sub}" for field, sub in subs)
+        return [*lines, f"{ind}    {v} = {{{built}}}"]
+    checked = f"T{len([k for k in env if k.startswith('T')])}"
+    env[checked] = kind
+    return [
+        f"{ind}if {v} is not None:",
+        f"{ind}    problem = []",
+        f"{ind}    {v} = check({checked}, {v}, '', problem)",
+        f"{ind}    if problem:",
+        f"{ind}        return None",
     ]
 
 
@@ -293,11 +380,7 @@ def _table_lines(  # noqa: PLR0917 - the generator's shared state, named at the 
             applies += [f"    if {p}:", f"        {s}[{col}] += 1"]  # an int the handler keeps: cannot fail
             continue
         assert m.field is not None
-        if len(m.field) == 1:
-            getter = local[m.field[0]]
-        else:  # a path into an object field's checked value, as the reference reads it
-            env[f"G{t}_{r}"] = m.field[1:]
-            getter = f"get_path({local[m.field[0]]}, G{t}_{r})"
+        getter = filters.ref(m.field)  # a path into an object field: as the reference reads it
         checks.append(f"    {v} = {getter} if {p} else None")
         if m.agg == "sum":
             checks += [

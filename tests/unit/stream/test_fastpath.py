@@ -208,3 +208,91 @@ def test_two_min_max_first_last_rules_on_one_column_take_the_reference_path() ->
     tables = [WideRows(CATALOG.table(name)) for name in topic.tables]
     assert fastpath.compile_handler(topic, tables, CATALOG.rules, CATALOG.max_payload_bytes) is not None
     assert fastpath.compile_handler(doubled, tables, CATALOG.rules, CATALOG.max_payload_bytes) is None
+
+
+def _handler(topic_name: str) -> tuple[fastpath.Handler, list[WideRows]]:
+    topic = CATALOG.topic(topic_name)
+    tables = [WideRows(CATALOG.table(name)) for name in topic.tables]
+    handler = fastpath.compile_handler(topic, tables, CATALOG.rules, CATALOG.max_payload_bytes)
+    assert handler is not None
+    return handler, tables
+
+
+GIFT = {"id": 7, "name": "rose", "diamonds": 1314, "is_lucky": True}
+
+
+@pytest.mark.parametrize(
+    ("gift", "taken"),
+    [
+        (GIFT, True),
+        (None, True),  # a null object: its fields read as null
+        ({**GIFT, "wrapping": [1, 2]}, True),  # an undeclared field is not read
+        ({"diamonds": 1314}, True),  # absent fields are null
+        ([GIFT], False),  # not an object
+        ({**GIFT, "diamonds": "1314"}, False),
+        ({**GIFT, "diamonds": True}, False),  # a bool is not a long
+        ({**GIFT, "diamonds": 2**63}, False),
+        ({**GIFT, "id": 2**31}, False),  # an int's range
+        ({**GIFT, "is_lucky": 1}, False),
+        ({**GIFT, "name": None, "diamonds": 1314.0}, False),  # a double where a long is declared
+    ],
+)
+def test_an_object_field_is_checked_inline_and_its_fields_read_as_the_reference_reads_them(
+    gift: Any, taken: bool
+) -> None:
+    handler, (hourly, daily) = _handler("persistent://bigolive/live/gift_send")
+    event = {"uid": 1, "ts": NOW - 60_000, "gift": gift}
+    assert handler(json.dumps(event).encode(), NOW) == (event["ts"] if taken else None)
+    if not taken:
+        assert hourly.rows == {} and daily.rows == {}
+        return
+    (row,) = hourly.rows.values()
+    (day,) = daily.rows.values()
+    diamonds = gift.get("diamonds") if gift else None
+    assert row[hourly.index["gifts_sent"]] == 1
+    assert row[hourly.index["gift_diamonds_sent"]] == diamonds
+    assert row[hourly.index["max_gift_diamonds"]] == diamonds
+    assert row[hourly.index["big_gifts_sent"]] == (1 if diamonds == 1314 else 0)
+    assert row[hourly.index["lucky_gifts_sent"]] == (1 if gift and gift.get("is_lucky") else 0)
+    name = gift.get("name") if gift else None
+    assert day[daily.index["last_gift_name"]] == (None if name is None else (NOW - 60_000, name))
+
+
+@pytest.mark.parametrize(
+    ("tags", "taken"),
+    [
+        (["new", "hot"], True),
+        ([], True),
+        (["new", None], True),  # a null element is a null string
+        ("new", False),  # not an array
+        (["new", 3], False),
+        ([["new"]], False),
+        ({"0": "new"}, False),
+    ],
+)
+def test_an_array_of_scalars_is_checked_inline(tags: Any, taken: bool) -> None:
+    handler, (hourly, _) = _handler("persistent://bigolive/app/page_view")
+    event = {"uid": 1, "ts": NOW - 60_000, "page": "home", "dwell_ms": 500, "tags": tags}
+    assert handler(json.dumps(event).encode(), NOW) == (event["ts"] if taken else None)
+    assert len(hourly.rows) == (1 if taken else 0)
+
+
+def test_a_checked_object_is_built_only_where_it_is_read_whole() -> None:
+    """Its fields' checks always run; the dict the reference builds is built only when read."""
+    handler, _ = _handler("persistent://bigolive/live/gift_send")
+    assert handler.__doc__ is not None
+    assert "f4_2 = f4.get('diamonds')" in handler.__doc__
+    assert " = {" not in handler.__doc__  # the rules read gift.diamonds, gift.name and gift.is_lucky
+
+
+def test_an_objects_dict_is_kept_when_the_rules_or_an_enclosing_kept_dict_read_it() -> None:
+    lines = [
+        "    f4_1_0 = f4_1.get('x')",
+        "        f4_1 = {'x': f4_1_0}",  # a nested object's dict
+        "        f4 = {'a': f4_0, 'b': f4_1}",
+        "        f5 = {'y': f5_0}",
+    ]
+    unbuilt = fastpath._unread_objects_unbuilt
+    assert unbuilt(lines, ["    p0 = (f4 is not None)"]) == lines[:3]  # f4 read whole: f4_1 inside it
+    assert unbuilt(lines, ["    v0 = get_path(f4_1, L0)", "    return f1"]) == lines[:2]
+    assert unbuilt(lines, ["    v0 = f4_1_0", "    return f5_0"]) == lines[:1]
