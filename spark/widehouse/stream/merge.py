@@ -22,6 +22,8 @@ message id ``merge:<table>.<column>:<key>@<hour>#<n>``, the hour as its publish 
 naming the value and the total it would have made, and a JSON payload ``{table, column, key, hour,
 value}``, so nothing accepted is lost: the wide row plus the quarantine hold every value. The choice
 keeps small contributions and sets the largest aside, deterministically whatever the partition order.
+A column whose largest magnitude times its number of partial rows is within range cannot overflow
+anywhere and skips that exact grouping (virtually every batch's every column).
 
 :func:`merge` applies the same rule (and logs a warning) if it is given unsettled rows, so it never
 wraps or raises either; only :func:`settle` makes the left-out values visible in the quarantine.
@@ -107,8 +109,9 @@ def overflows(rows: pa.Table, table: WideTable) -> list[Overflow]:
     :func:`partials` merges) merges within range; see the module docstring for the rule."""
     keys = [table.key_name, "hour"]
     found: list[Overflow] = []
-    columns = [c for c in table.columns if c.agg == "sum"]
-    if not columns or rows.num_rows == 0:
+    n = rows.num_rows
+    columns = [c for c in table.columns if c.agg == "sum" and not _bounded(rows[c.name], n)]
+    if not columns or n == 0:
         return found
     # every sum column's totals per (key, hour) in one grouping (exact: long sums as decimals)
     exact = {
@@ -156,6 +159,24 @@ def overflows(rows: pa.Table, table: WideTable) -> list[Overflow]:
                 else:
                     found.append(Overflow(column.name, index, key, hour, value, exact))
     return found
+
+
+def _bounded(values: pa.ChunkedArray, rows: int) -> bool:
+    """True when no total of ``rows`` of these partial sums can leave its type's range: the largest
+    magnitude times the number of rows is within it. A sufficient check in one pass over the
+    column, which spares :func:`overflows` its exact grouping in virtually every batch (the demo's
+    largest sums are ~10^6 per row, against ~9.2 * 10^18 for a long). Doubles keep half the range
+    for rounding, and any NaN or infinity takes the exact path."""
+    if pa.types.is_floating(values.type) and pc.any(pc.is_nan(values)).as_py():
+        return False  # min_max skips NaN
+    extremes = pc.min_max(values)
+    low, high = extremes["min"].as_py(), extremes["max"].as_py()
+    if low is None:  # no value: nothing to add up
+        return True
+    bound = max(abs(low), abs(high)) * rows
+    if isinstance(bound, float):
+        return bound <= _DOUBLE_LIMIT / 2  # False for an infinity
+    return bool(bound <= INT64[1])
 
 
 def settle(out: pa.Table, plan: TransformPlan) -> pa.Table:

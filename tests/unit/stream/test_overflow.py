@@ -248,3 +248,23 @@ def test_two_maximal_double_partials_keep_one_and_set_the_other_aside(plan: Tran
     for table in ("user_hourly", "user_daily"):
         assert row_of(plan, settled, table)["recharge_usd"] == big
     assert _left_out(settled, "recharge_usd") == [big]  # counted once (the hourly table's)
+
+
+@pytest.mark.parametrize(
+    ("values", "arrow_type", "bounded"),
+    [
+        ([2**62 - 1, 2**62 - 1], pa.int64(), True),  # 2 x (2^62 - 1) = 2^63 - 2: no total can overflow
+        ([2**62, 1], pa.int64(), False),  # 2 x 2^62 > 2^63 - 1: the exact grouping decides
+        ([-(2**62), 0], pa.int64(), False),  # a magnitude bound: the sign does not help
+        ([None, None], pa.int64(), True),
+        ([], pa.int64(), True),
+        ([1e300, -1e300], pa.float64(), True),
+        ([8.9e307, 1.0], pa.float64(), False),  # 2 x 8.9e307 is past half the double range
+        ([1.0, math.nan], pa.float64(), False),  # min_max would skip the NaN
+        ([1.0, math.inf], pa.float64(), False),
+    ],
+)
+def test_a_column_is_spared_the_exact_grouping_only_when_no_total_can_leave_its_range(
+    values: list[Any], arrow_type: pa.DataType, bounded: bool
+) -> None:
+    assert merge._bounded(pa.chunked_array([values], arrow_type), len(values)) is bounded
