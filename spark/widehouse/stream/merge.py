@@ -53,7 +53,14 @@ from widehouse.catalog import OVERFLOW, WideTable
 from widehouse.catalog.semantics.fold import sum_in_range
 from widehouse.catalog.types import INT64
 from widehouse.contracts.tables import COUNTS_SHAPE, LATE_SHAPE, QUARANTINE_SHAPE
-from widehouse.stream.transform import KIND_LATE, KIND_PARTIAL, KIND_QUARANTINE, KIND_STATS, TransformPlan
+from widehouse.stream.transform import (
+    KIND_LATE,
+    KIND_PARTIAL,
+    KIND_QUARANTINE,
+    KIND_STATS,
+    SIDE_COLUMNS,
+    TransformPlan,
+)
 
 log = logging.getLogger("widehouse.stream")
 
@@ -76,7 +83,9 @@ class TopicStats:
 
 
 def _kind(out: pa.Table, kind: str) -> pa.Table:
-    return out.filter(pc.equal(out["wh_kind"], kind))
+    """The rows of one kind, with the side columns only (what side and stats rows fill): selected
+    before filtering, as a filter copies every column and the output carries every table's."""
+    return out.select(SIDE_COLUMNS).filter(pc.equal(out["wh_kind"], kind))
 
 
 def partials(out: pa.Table, plan: TransformPlan, name: str) -> pa.Table:
