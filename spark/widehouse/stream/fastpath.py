@@ -13,9 +13,12 @@ which decides rejections, lateness and overflow with their messages. It therefor
 
 - a payload that ``orjson`` parses to an object, within ``max_payload_bytes``;
 - every declared scalar field absent, null, or already of its exact Python type (a ``double`` field
-  holding an integer, which the reference converts, goes to the reference path); objects, arrays and
-  maps are checked and converted by the reference's own check (:func:`check_value`), and paths into
-  them read the converted value, as the reference's parsed row does;
+  holding an integer, which the reference converts, goes to the reference path); the same holds
+  inside objects and for the elements of arrays and maps of scalars, checked inline (an object's
+  fields become locals that paths read; the object itself becomes the dict the reference builds,
+  where a rule reads it whole); other containers go through the reference's own check
+  (:func:`check_value`), and paths into them read its converted value, as the reference's parsed
+  row does;
 - key and event time present, the event time neither absurd nor late;
 - every ``sum`` it feeds staying in its type's range.
 
