@@ -1,0 +1,67 @@
+"""``python -m bench ab``: another revision's library against this one's, in alternating pairs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench import ab
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+
+
+def test_the_old_side_is_the_revisions_library(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / "spark" / "lib").mkdir(parents=True)
+    _git(repo, "init", "-q")
+    for text in ("old = 1\n", "new = 2\n"):
+        (repo / "spark" / "lib" / "mod.py").write_text(text)
+        _git(repo, "add", ".")
+        _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", text)
+    path = ab.export_library("HEAD~1", tmp_path / "out", repo=repo)
+    assert (path / "lib" / "mod.py").read_text() == "old = 1\n"
+    with pytest.raises(ab.AbError, match="'no-such-rev'"):
+        ab.export_library("no-such-rev", tmp_path / "other", repo=repo)
+
+
+def test_pairs_alternate_which_side_goes_first_and_only_the_old_side_gets_the_path(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PYTHONPATH", "/inherited")
+    calls: list[str] = []
+
+    def runner(argv: list[str], env: Mapping[str, str]) -> dict[str, Any]:
+        assert argv == ["transform", "--events", "10"]
+        side = "old" if env["PYTHONPATH"].split(os.pathsep)[0] == str(tmp_path) else "new"
+        assert env["PYTHONPATH"].endswith("/inherited")
+        calls.append(side)
+        return {"side": side, "n": len(calls)}
+
+    old, new = ab.compare(["transform", "--events", "10"], tmp_path, 3, runner=runner)
+    assert calls == ["old", "new", "new", "old", "old", "new"]
+    assert [r["n"] for r in old] == [1, 4, 5] and [r["n"] for r in new] == [2, 3, 6]
+
+
+def test_figures_are_compared_by_the_ratio_of_their_medians() -> None:
+    old = [{"machine": "x", "us": 10, "ok": True, "parts": {"a": [1.0, 4.0]}}, {"us": 12}, {"us": 11}]
+    new = [{"us": 5}, {"us": 7}, {"us": 6}]
+    assert ab.default_figures(old + new) == ["us"]  # strings and booleans are not figures
+    assert ab.figure(old[0], "parts.a.1") == 4.0
+    assert ab.figure(old[0], "parts.b") is None
+    assert ab.summary(old, new, ["us"]) == [["us", "10 / 12 / 11", "5 / 7 / 6", "0.545"]]
+    with pytest.raises(ab.AbError, match=r"'ev_s' is missing.*the runs have: us"):
+        ab.summary(old, new, ["ev_s"])
+
+
+def test_the_command_needs_a_benchmark_after_the_separator(capsys: pytest.CaptureFixture[str]) -> None:
+    assert ab.main(["--against", "HEAD"]) == 2
+    assert ab.main(["--against", "HEAD", "--"]) == 2
+    assert ab.main(["--against", "HEAD", "--pairs", "0", "--", "transform"]) == 2
+    assert "--pairs must be at least 1, not 0" in capsys.readouterr().err
