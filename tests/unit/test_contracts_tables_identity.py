@@ -134,15 +134,16 @@ def test_tables_collapsed_on_replay_fold_a_batch_written_twice_for_every_reader(
     assert set(tables.COLLAPSED_ON_REPLAY) == {"stream_counts"}
     shapes = {s.name: s for s in tables.STREAM_SHAPES}
     constants = {getattr(tables, n): n for n in tables.__all__ if isinstance(getattr(tables, n), str)}
+    sql = {  # without the comments
+        p: re.sub(r"--.*", "", p.read_text()) for p in sorted((LIBRARY.parents[1] / "sql").rglob("*.sql"))
+    }
+    sources = {**_sources(LIBRARY), **sql}
     unfinal = []
     for name in sorted(tables.COLLAPSED_ON_REPLAY):
         shape = shapes[name]
         assert shape.engine.startswith("ReplacingMergeTree")
         assert {"app", "group", "batch_id"} <= set(shape.order_by)
         read = re.compile(rf"\b(?:FROM|JOIN)\s+(?:\{{{constants[name]}\}}|`?{name}`?)(?!\s+FINAL\b)", re.I)
-        sql = {  # without the comments
-            p: re.sub(r"--.*", "", p.read_text()) for p in sorted((LIBRARY.parents[1] / "sql").rglob("*.sql"))
-        }
-        for path, text in {**_sources(LIBRARY), **sql}.items():
+        for path, text in sources.items():
             unfinal += [f"{path.name}: {m.group(0)!r}" for m in read.finditer(text)]
     assert unfinal == []

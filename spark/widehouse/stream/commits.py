@@ -192,9 +192,14 @@ class ClickHouseLedger:
         if table in self._written or data.num_rows == 0:
             return 0
         sent = client.insert(table, data, identity.token(table))
-        if table in COLLAPSED_ON_REPLAY:  # a replay's rows fold into these: no mark needed
-            self._written.add(table)
-            return sent
+        if table not in COLLAPSED_ON_REPLAY:  # a table whose replays fold away needs no mark
+            self._mark(client, table, identity)
+        self._written.add(table)
+        return sent
+
+    @staticmethod
+    def _mark(client: ClickHouse, table: str, identity: BatchIdentity) -> None:
+        """Record that ``table`` holds the batch (right after its insert, on the same connection)."""
         mark = pa.Table.from_pylist(
             [
                 {
@@ -208,8 +213,6 @@ class ClickHouseLedger:
             schema=MARKS_SHAPE.arrow_schema(),
         )
         client.insert(MARKS, mark, identity.token(f"{MARKS}:{table}"))
-        self._written.add(table)
-        return sent
 
     def commit(self, identity: BatchIdentity, progress: pa.Table) -> None:
         """Write the progress rows (the batch's commit in ClickHouse) and remember the batch."""
