@@ -78,8 +78,10 @@ def test_exactly_once_across_kills_and_a_failed_insert(
     services: Settings, spark: Any, tmp_path: Path
 ) -> None:
     """SIGKILL the app before, during and after the sinks of different batches, and fail a ClickHouse
-    insert once mid-batch; after the restarts the sinks still equal the manifest exactly."""
-    deployment = Deployment(tmp_path, extra_env={"WIDEHOUSE_STREAM_MAX_MESSAGES": "800"})
+    insert once mid-batch; after the restarts the sinks still equal the manifest exactly. The bronze
+    upkeep compacts every partition of two files or more twice a second meanwhile (kills included)."""
+    upkeep = {"WIDEHOUSE_DELTA_BRONZE_UPKEEP_SECONDS": "0.5", "WIDEHOUSE_DELTA_BRONZE_COMPACT_FILES": "2"}
+    deployment = Deployment(tmp_path, extra_env={"WIDEHOUSE_STREAM_MAX_MESSAGES": "800", **upkeep})
     manifest = deployment.publish(5000, seed=12)
     deployment.plan_groups(1)
 
@@ -104,6 +106,10 @@ def test_exactly_once_across_kills_and_a_failed_insert(
     assert deployment.clickhouse("SELECT count() AS n FROM late_events")[0]["n"] == counts.late
     delta = deployment.settings.delta
     assert spark.read.format("delta").load(delta.path("bronze", "quarantine")).count() == counts.quarantined
+    from deltalake import DeltaTable
+
+    history = DeltaTable(delta.path("bronze", "user_hourly_partials")).history()
+    assert "OPTIMIZE" in {h["operation"] for h in history}  # the rows above went through compactions
 
 
 def test_sigterm_stops_cleanly_and_the_next_run_completes(

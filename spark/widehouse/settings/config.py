@@ -78,6 +78,12 @@ class ClickHouseSettings:
 @dataclass(frozen=True)
 class DeltaSettings:
     root: str
+    bronze_retention_seconds: int = declared_default("delta.bronze_retention_seconds")
+    """How far back the bronze tables keep their commits and rewritten files (time travel, slow readers)."""
+    bronze_upkeep_seconds: float = declared_default("delta.bronze_upkeep_seconds")
+    """How often a stream app compacts and vacuums the bronze tables it writes (0: never)."""
+    bronze_compact_files: int = declared_default("delta.bronze_compact_files")
+    """Small files that make a bronze partition worth compacting."""
 
     def path(self, *parts: str) -> str:
         """Join a table path under the root (works for local paths and URIs alike)."""

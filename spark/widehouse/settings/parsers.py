@@ -75,6 +75,7 @@ parse_port = _checked(values.parse_int, lambda n: 1 <= n <= 65535, "a port must 
 parse_salt_buckets = _checked(values.parse_int, lambda n: 1 <= n <= 1000, "must be between 1 and 1000")
 parse_positive_int = _checked(values.parse_int, lambda n: n > 0, "must be a positive integer")
 parse_non_negative_int = _checked(values.parse_int, lambda n: n >= 0, "must be >= 0")
+parse_compact_files = _checked(values.parse_int, lambda n: n >= 2, "must be an integer >= 2")
 parse_positive_float = _checked(values.parse_float, lambda n: n > 0, "must be a positive number")
 parse_non_negative_float = _checked(values.parse_float, lambda n: n >= 0, "must be a finite number >= 0")
 

@@ -18,6 +18,7 @@ from widehouse.settings.parsers import (
     parse_bool,
     parse_clickhouse_cluster,
     parse_clickhouse_dsn,
+    parse_compact_files,
     parse_dir,
     parse_driver_jit,
     parse_hbase_table_prefix,
@@ -30,6 +31,7 @@ from widehouse.settings.parsers import (
     parse_local_dir_or_off,
     parse_location,
     parse_metastore_uri,
+    parse_non_negative_float,
     parse_optional_command,
     parse_optional_location,
     parse_password,
@@ -138,6 +140,33 @@ SERVICE_VARIABLES: tuple[Variable[Any], ...] = (
         parse_location,
         "delta.root",
         "Root path or URI of the Delta tables (bronze/, silver/ below it).",
+    ),
+    Variable(
+        "WIDEHOUSE_DELTA_BRONZE_RETENTION_SECONDS",
+        900,
+        parse_positive_int,
+        "delta.bronze_retention_seconds",
+        "How long the stream's bronze Delta tables keep commits (`delta.logRetentionDuration`) and "
+        "files that compaction rewrote (`delta.deletedFileRetentionDuration`): time travel on a bronze "
+        "table reaches this far back, and a reader may take this long. Every batch commits to every "
+        "bronze table, and each append lists the whole log: keep it short (see the bronze upkeep in "
+        "the README).",
+    ),
+    Variable(
+        "WIDEHOUSE_DELTA_BRONZE_UPKEEP_SECONDS",
+        300.0,
+        parse_non_negative_float,
+        "delta.bronze_upkeep_seconds",
+        "How often a stream app compacts the partitions of its bronze tables that hold many small "
+        "files (one per batch) and vacuums what compaction rewrote; 0 turns the upkeep off.",
+    ),
+    Variable(
+        "WIDEHOUSE_DELTA_BRONZE_COMPACT_FILES",
+        16,
+        parse_compact_files,
+        "delta.bronze_compact_files",
+        "The upkeep compacts a bronze partition once it holds this many small files: fewer keeps "
+        "appends and readers quicker, more rewrites a partition's data less often.",
     ),
     Variable("WIDEHOUSE_HBASE_HOST", "127.0.0.1", parse_host, "hbase.host", "HBase Thrift (v1) server host."),
     Variable(

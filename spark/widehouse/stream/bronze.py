@@ -60,6 +60,15 @@ class BronzeTable:
     schema: pa.Schema
     partition_by: tuple[str, ...]
     indexed: int
+    properties: tuple[tuple[str, str], ...] = ()
+    """Table properties this writer keeps set (:func:`retention_properties`)."""
+
+
+def retention_properties(delta: DeltaSettings) -> tuple[tuple[str, str], ...]:
+    """How long a bronze table keeps its commits and rewritten files: delta-rs drops older commit
+    files as it checkpoints, and the upkeep's vacuum older rewritten files (see stream.upkeep)."""
+    interval = f"interval {delta.bronze_retention_seconds} seconds"
+    return (("delta.logRetentionDuration", interval), ("delta.deletedFileRetentionDuration", interval))
 
 
 def partial_arrow_schema(table: WideTable) -> pa.Schema:
@@ -89,6 +98,7 @@ def side_arrow_schema(shape: Shape) -> pa.Schema:
 
 def bronze_tables(catalog: Catalog, delta: DeltaSettings, tables: tuple[str, ...]) -> dict[str, BronzeTable]:
     """The bronze tables a group writes, by name: the partials of ``tables`` and the side tables."""
+    properties = retention_properties(delta)
     out = {
         name: BronzeTable(
             name,
@@ -96,6 +106,7 @@ def bronze_tables(catalog: Catalog, delta: DeltaSettings, tables: tuple[str, ...
             partial_arrow_schema(catalog.table(name)),
             PARTIAL_PARTITIONS,
             PARTIAL_INDEXED_COLUMNS,
+            properties,
         )
         for name in tables
     }
@@ -106,6 +117,7 @@ def bronze_tables(catalog: Catalog, delta: DeltaSettings, tables: tuple[str, ...
             side_arrow_schema(shape),
             (Shape.DELTA_PARTITION,),
             shape.delta_indexed,
+            properties,
         )
     return out
 
@@ -173,7 +185,8 @@ class BronzeWriter:
 
     def ensure(self, table: BronzeTable) -> None:
         """Create ``table`` if missing (protocol 1/2, statistics on its leading columns); check an
-        existing one is a Delta table this writer can append to."""
+        existing one is a Delta table this writer can append to, and set its properties where they
+        differ (a table from before them, or a changed retention)."""
         from deltalake import DeltaTable
         from deltalake.exceptions import TableNotFoundError
 
@@ -189,7 +202,10 @@ class BronzeWriter:
                     table.schema,
                     mode="ignore",  # another group or app created it meanwhile: fine
                     partition_by=list(table.partition_by),
-                    configuration={"delta.dataSkippingNumIndexedCols": str(table.indexed)},
+                    configuration={
+                        "delta.dataSkippingNumIndexedCols": str(table.indexed),
+                        **dict(table.properties),
+                    },
                     storage_options=self.storage_options,
                 )
                 self._tables[uri] = created
@@ -208,7 +224,25 @@ class BronzeWriter:
                     f"bronze table {uri} is partitioned by {list(partitions)}, expected "
                     f"{list(table.partition_by)}; it was not created by the stream"
                 )
-            self._tables[uri] = existing
+            self._tables[uri] = self._with_properties(existing, uri, dict(table.properties))
+
+    def _with_properties(self, existing: DeltaTable, uri: str, properties: dict[str, str]) -> DeltaTable:
+        """``existing`` with ``properties`` set (one metadata commit where any differs). A commit that
+        loses to another writer is looked at again: set by another app meanwhile is fine; otherwise
+        the table keeps its old values, which costs speed, not rows, so it is logged, not raised."""
+        from deltalake.exceptions import CommitFailedError
+
+        current = existing.metadata().configuration
+        if all(current.get(k) == v for k, v in properties.items()):
+            return existing
+        try:
+            existing.alter.set_table_properties(properties)
+        except CommitFailedError as exc:
+            existing.update_incremental()
+            current = existing.metadata().configuration
+            if not all(current.get(k) == v for k, v in properties.items()):
+                log.warning("delta %s: properties %s not set: %s", uri, properties, str(exc)[:300])
+        return existing
 
     def _table(self, uri: str) -> DeltaTable:
         from deltalake import DeltaTable

@@ -35,7 +35,7 @@ from widehouse.contracts.identity import group_app_id
 from widehouse.errors import CheckpointError, ConfigError
 from widehouse.private import private_dir
 from widehouse.settings import Settings
-from widehouse.stream.bronze import BronzeWriter
+from widehouse.stream.bronze import BronzeTable, BronzeWriter
 from widehouse.stream.options import GroupSpec, RunOptions, resolve_run
 from widehouse.stream.publishers import StreamPublishers
 from widehouse.stream.restart import GiveUp, RestartBook, RestartPolicy
@@ -43,6 +43,7 @@ from widehouse.stream.spark.batch import BatchWriter
 from widehouse.stream.spark.handover import start_after
 from widehouse.stream.spark.warmup import warm_workers
 from widehouse.stream.tables import ensure_clickhouse
+from widehouse.stream.upkeep import BronzeUpkeep
 
 log = logging.getLogger("widehouse.stream")
 
@@ -71,6 +72,8 @@ class StreamApp:
         self._client_lock = threading.Lock()
         self.bronze = BronzeWriter()
         """The app's writer of the bronze Delta tables (delta-rs, from the driver)."""
+        self.upkeep: BronzeUpkeep | None = None
+        """Compacts and vacuums the bronze tables while the app runs (after :meth:`start`)."""
         self._stop = threading.Event()
         self.queries: dict[str, Any] = {}
         self.writers: dict[str, BatchWriter] = {}
@@ -210,8 +213,10 @@ class StreamApp:
             if "delta" in self.settings.stream.sinks:
                 from widehouse.stream.bronze import bronze_tables
 
-                for table in bronze_tables(self.catalog, self.settings.delta, plan.tables).values():
+                tables = bronze_tables(self.catalog, self.settings.delta, plan.tables).values()
+                for table in tables:
                     self.bronze.ensure(table)  # created by the stream's delta-rs writer, its only writer
+                self._keep_up(list(tables))
         finally:
             if launch is not None:
                 launch.join()
@@ -221,6 +226,14 @@ class StreamApp:
         self._started = time.monotonic()
         warm_workers(self.spark, plan, topics)  # in the background, while the queries plan their first batch
         self._start_all(self.groups)
+
+    def _keep_up(self, tables: list[BronzeTable]) -> None:
+        """Compact and vacuum ``tables`` in the background while the app runs (see stream.upkeep)."""
+        every = self.settings.delta.bronze_upkeep_seconds
+        if every > 0 and self.upkeep is None:
+            delta = self.settings.delta
+            self.upkeep = BronzeUpkeep(tables, every, delta.bronze_compact_files, self.bronze.storage_options)
+            self.upkeep.start()
 
     def _start_all(self, groups: list[GroupSpec]) -> None:
         """Start the groups' queries side by side, each from a thread of its own.
@@ -358,6 +371,9 @@ class StreamApp:
         self.queries.clear()
         for writer in self.writers.values():
             writer.close()  # kept for status(): only the connections go
+        if self.upkeep is not None:
+            self.upkeep.stop()
+            self.upkeep = None
 
 
 def session_overrides(settings: Settings, groups: list[GroupSpec], folder: Path) -> dict[str, str]:
