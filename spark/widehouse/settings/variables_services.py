@@ -154,11 +154,13 @@ SERVICE_VARIABLES: tuple[Variable[Any], ...] = (
     ),
     Variable(
         "WIDEHOUSE_DELTA_BRONZE_UPKEEP_SECONDS",
-        300.0,
+        60.0,
         parse_non_negative_float,
         "delta.bronze_upkeep_seconds",
         "How often a stream app compacts the partitions of its bronze tables that hold many small "
-        "files (one per batch) and vacuums what compaction rewrote; 0 turns the upkeep off.",
+        "files (one per batch) and vacuums what compaction rewrote; 0 turns the upkeep off. A round "
+        "with nothing to compact only reads the tables' state; between rounds a partition gains a "
+        "file per batch (60 on a 1 s trigger).",
     ),
     Variable(
         "WIDEHOUSE_DELTA_BRONZE_COMPACT_FILES",

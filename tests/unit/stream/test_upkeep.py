@@ -204,10 +204,10 @@ def test_a_stream_app_keeps_its_bronze_tables_up_as_the_settings_say(tmp_path: P
     settings = settings_for(tmp_path)
     table = _table(tmp_path)
     app = StreamApp(settings, [GroupSpec("g001", ("a",))], RunOptions(), spark=object())
-    assert settings.delta.bronze_upkeep_seconds == 300.0  # the default
+    assert settings.delta.bronze_upkeep_seconds == 60.0  # the default
     app._keep_up([table])
     assert app.upkeep is not None and app.upkeep.tables == [table]
-    assert (app.upkeep.every, app.upkeep.min_files) == (300.0, 16)
+    assert (app.upkeep.every, app.upkeep.min_files) == (60.0, 16)
     app.stop()
     assert app.upkeep is None
     off = replace(settings, delta=replace(settings.delta, bronze_upkeep_seconds=0.0))
