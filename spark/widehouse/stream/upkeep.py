@@ -23,10 +23,10 @@ Two things keep both flat:
 - **Compaction** (:class:`BronzeUpkeep`, every ``WIDEHOUSE_DELTA_BRONZE_UPKEEP_SECONDS`` in each
   stream app, for the tables it writes): a partition holding at least
   ``WIDEHOUSE_DELTA_BRONZE_COMPACT_FILES`` (16) files smaller than :data:`TARGET_SIZE` is rewritten
-  into one, by delta-rs, the tables' one writer
-  engine. It changes no row and no application transaction, and commits beside any app's appends
-  (an append only adds files; a compaction removes only files it read, so two compactions of one
-  partition at once is the only conflict, and the loser is logged and skipped).
+  into one by delta-rs, the tables' one writer engine. It changes no row and no application
+  transaction, and commits beside any app's appends (an append only adds files; a compaction
+  removes only files it read, so two compactions of one partition at once is the only conflict,
+  and the loser is logged and skipped).
 
 Upkeep never stops a stream: a failure is logged and the next round tries again.
 """
