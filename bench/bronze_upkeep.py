@@ -69,12 +69,14 @@ def main(argv: list[str]) -> int:
     catalog = load_catalog(load_settings().schemas_dir)
     rows: list[list[object]] = []
     results: dict[str, Any] = {"args": vars(args), "windows": []}
+    paths: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="bench-bronze-") as root:
         for mode in ("defaults", "upkeep"):
             delta = DeltaSettings(str(Path(root) / mode), bronze_retention_seconds=args.retention)
             target = bronze_tables(catalog, delta, ("user_hourly",))["user_hourly"]
             if mode == "defaults":
                 target = replace(target, properties=())
+            paths[mode] = target.path
             writer = BronzeWriter()
             writer.ensure(target)
             log_dir = Path(target.path) / "_delta_log"
@@ -96,10 +98,7 @@ def main(argv: list[str]) -> int:
                     print(table("", HEADER, [row]).splitlines()[-1], flush=True)
                     wall = cpu = 0.0
         counts = {
-            mode: DeltaTable(str(Path(root) / mode / "bronze" / "user_hourly_partials"))
-            .to_pyarrow_table(columns=["uid"])
-            .num_rows
-            for mode in ("defaults", "upkeep")
+            mode: DeltaTable(path).to_pyarrow_table(columns=["uid"]).num_rows for mode, path in paths.items()
         }
     results["rows"] = counts
     print(table(f"\nbronze appends, {args.rows} partial rows each, one table", HEADER, rows))

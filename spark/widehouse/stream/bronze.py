@@ -232,15 +232,17 @@ class BronzeWriter:
         the table keeps its old values, which costs speed, not rows, so it is logged, not raised."""
         from deltalake.exceptions import CommitFailedError
 
-        current = existing.metadata().configuration
-        if all(current.get(k) == v for k, v in properties.items()):
+        def already_set() -> bool:
+            current = existing.metadata().configuration
+            return all(current.get(k) == v for k, v in properties.items())
+
+        if already_set():
             return existing
         try:
             existing.alter.set_table_properties(properties)
         except CommitFailedError as exc:
             existing.update_incremental()
-            current = existing.metadata().configuration
-            if not all(current.get(k) == v for k, v in properties.items()):
+            if not already_set():
                 log.warning("delta %s: properties %s not set: %s", uri, properties, str(exc)[:300])
         return existing
 

@@ -79,9 +79,10 @@ def crowded_partitions(
     ``target_size``, in ``actions`` (``DeltaTable.get_add_actions(flatten=True)``); for a table
     without partitions, ``[[]]`` when the whole table does."""
     sizes = actions.column("size_bytes").to_pylist()
-    keys = zip(*(actions.column(f"partition.{c}").to_pylist() for c in partition_by), strict=True)
+    columns = [actions.column(f"partition.{c}").to_pylist() for c in partition_by]
+    keys = list(zip(*columns, strict=True)) if columns else [()] * len(sizes)
     small: dict[tuple[Any, ...], int] = {}
-    for key, size in zip(keys if partition_by else ((),) * len(sizes), sizes, strict=True):
+    for key, size in zip(keys, sizes, strict=True):
         if size < target_size:
             small[key] = small.get(key, 0) + 1
     return [

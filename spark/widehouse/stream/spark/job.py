@@ -229,10 +229,11 @@ class StreamApp:
 
     def _keep_up(self, tables: list[BronzeTable]) -> None:
         """Compact and vacuum ``tables`` in the background while the app runs (see stream.upkeep)."""
-        every = self.settings.delta.bronze_upkeep_seconds
-        if every > 0 and self.upkeep is None:
-            delta = self.settings.delta
-            self.upkeep = BronzeUpkeep(tables, every, delta.bronze_compact_files, self.bronze.storage_options)
+        delta = self.settings.delta
+        if delta.bronze_upkeep_seconds > 0 and self.upkeep is None:
+            self.upkeep = BronzeUpkeep(
+                tables, delta.bronze_upkeep_seconds, delta.bronze_compact_files, self.bronze.storage_options
+            )
             self.upkeep.start()
 
     def _start_all(self, groups: list[GroupSpec]) -> None:
