@@ -97,11 +97,26 @@ def default_figures(results: list[dict[str, Any]]) -> list[str]:
     return [k for k in first if all(figure(r, k) is not None for r in results)]
 
 
+def checkout_dirs(environ: Mapping[str, str]) -> dict[str, str]:
+    """The directories the library derives from this checkout, named for both sides (unless set).
+
+    The old side's library is extracted outside any checkout, so left alone it would look for its
+    state (service passwords, checkpoints), JVM parts and catalog under ``~/.local``."""
+    from widehouse import paths
+
+    dirs = {
+        "WIDEHOUSE_STATE_DIR": paths.default_state_dir(),
+        "WIDEHOUSE_VENDOR_DIR": paths.default_vendor_dir(),
+        "WIDEHOUSE_SCHEMAS_DIR": paths.default_schemas_dir(),
+    }
+    return {name: str(path) for name, path in dirs.items() if name not in environ}
+
+
 def compare(
     bench: list[str], old_path: Path, pairs: int, runner: Runner = run_bench
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """``pairs`` runs of each side, alternating which goes first (old first in odd pairs)."""
-    base = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    base = {**checkout_dirs(os.environ), **{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}}
     inherited = os.environ.get("PYTHONPATH")
     old_env = {**base, "PYTHONPATH": os.pathsep.join(p for p in (str(old_path), inherited) if p)}
     new_env = {**base, **({"PYTHONPATH": inherited} if inherited else {})}

@@ -122,3 +122,39 @@ def test_python_workers_start_with_the_files_directory_on_their_path(spark: Any)
 
     directory, first_zip = spark.sparkContext.parallelize([0], 1).map(where).collect()[0]
     assert first_zip >= 0 and directory > first_zip
+
+
+def test_the_static_data_source_look_up_is_answered_in_process(spark: Any) -> None:
+    """Spark 4.2's JVM takes the answer (no data sources) where Spark keeps it, and a Python data
+    source registered afterwards still plans and reads (its planners run as before)."""
+    import sys
+
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    from widehouse.spark.static_sources import MANAGER, answer_static_lookup, scala_object
+
+    jvm = spark.sparkContext._jvm
+    manager = scala_object(jvm, MANAGER)
+    getattr(manager, "dataSourceBuilders_$eq")(scala_object(jvm, "scala.None$"))  # as a new JVM has it
+    assert manager.dataSourceBuilders().isEmpty()
+    assert answer_static_lookup(spark, sys.executable)
+    assert manager.dataSourceBuilders().toString() == "Some(Map())"
+    assert answer_static_lookup(spark, sys.executable)  # answered once per JVM
+
+    class Numbers(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "widehouse_test_numbers"
+
+        def schema(self) -> str:
+            return "n long"
+
+        def reader(self, schema: Any) -> DataSourceReader:
+            class Reader(DataSourceReader):
+                def read(self, partition: InputPartition) -> Any:
+                    yield from ((n,) for n in range(3))
+
+            return Reader()
+
+    spark.dataSource.register(Numbers)
+    assert sorted(r.n for r in spark.read.format("widehouse_test_numbers").load().collect()) == [0, 1, 2]

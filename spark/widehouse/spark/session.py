@@ -27,6 +27,7 @@ from widehouse.spark.class_archive import driver_java_options, with_driver_optio
 from widehouse.spark.driver_launch import direct_launch
 from widehouse.spark.jit import Workload, jit_profile, with_jit
 from widehouse.spark.shipping import ENV_NAME, ENV_PYTHON
+from widehouse.spark.static_sources import answer_static_lookup
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -254,6 +255,7 @@ def build_session(
     session.sparkContext.setLogLevel("WARN")
     if settings.spark.is_local:
         _files_dir_on_python_path(session)
+    answer_static_lookup(session)  # no planner process just to find no installed data sources
     return session
 
 

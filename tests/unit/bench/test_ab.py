@@ -65,3 +65,24 @@ def test_the_command_needs_a_benchmark_after_the_separator(capsys: pytest.Captur
     assert ab.main(["--against", "HEAD", "--"]) == 2
     assert ab.main(["--against", "HEAD", "--pairs", "0", "--", "transform"]) == 2
     assert "--pairs must be at least 1, not 0" in capsys.readouterr().err
+
+
+def test_both_sides_find_this_checkouts_state_and_jvm_parts(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The old side's library lives outside the checkout: it is told where the checkout keeps them."""
+    root = Path(__file__).resolve().parents[3]
+    monkeypatch.delenv("WIDEHOUSE_STATE_DIR", raising=False)
+    monkeypatch.delenv("WIDEHOUSE_VENDOR_DIR", raising=False)
+    monkeypatch.setenv("WIDEHOUSE_SCHEMAS_DIR", "/elsewhere/schemas")
+    envs: list[Mapping[str, str]] = []
+
+    def runner(argv: list[str], env: Mapping[str, str]) -> dict[str, Any]:
+        envs.append(env)
+        return {}
+
+    ab.compare(["transform"], tmp_path, 1, runner=runner)
+    for env in envs:
+        assert env["WIDEHOUSE_STATE_DIR"] == str(root / ".state")
+        assert env["WIDEHOUSE_VENDOR_DIR"] == str(root / ".vendor")
+        assert env["WIDEHOUSE_SCHEMAS_DIR"] == "/elsewhere/schemas"  # what the caller set stays
