@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,9 @@ def test_a_pyspark_module_on_the_path_is_left_to_spark(
 def test_planners_on_another_interpreter_are_left_to_spark(monkeypatch: pytest.MonkeyPatch) -> None:
     manager = _Manager()
     assert not static_sources.answer_static_lookup(_session(manager), "/usr/bin/python3-elsewhere")
+    base = os.path.realpath(sys.executable)  # a virtualenv's base interpreter has other packages
+    if base != os.path.abspath(sys.executable):
+        assert not static_sources.answer_static_lookup(_session(manager), base)
     monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
     assert not static_sources.answer_static_lookup(_session(manager))  # python3 from PATH: unknown
     monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)

@@ -50,7 +50,8 @@ def answer_static_lookup(session: SparkSession, python: str | None = None) -> bo
     given only when it is this one and :func:`static_candidates` is empty. True when given (or when
     Spark already has an answer); False when Spark is left to look for itself."""
     planners = python if python is not None else os.environ.get("PYSPARK_PYTHON", "")
-    if not planners or os.path.realpath(planners) != os.path.realpath(sys.executable):
+    # not resolved: a virtualenv's python links to its base interpreter, whose path is another
+    if not planners or os.path.abspath(planners) != os.path.abspath(sys.executable):
         return False
     found = static_candidates()
     if found:
