@@ -108,6 +108,39 @@ def test_handlers_share_compiled_code_but_fold_into_their_own_tables() -> None:
     assert len(first_rows.rows) == 1 and second_rows.rows == {}
 
 
+def test_topics_of_one_shape_compile_once_and_each_handler_names_its_topic(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Many event kinds share their fields and rules: their handlers' source is the same, compiled
+    once per process; each topic's code still carries its own name (tracebacks, profiles)."""
+    from widehouse.pulsar.topics import TopicName
+
+    login = CATALOG.topic(LOGIN)
+    twin = replace(login, name=TopicName.parse(LOGIN + "_twin"))
+    compiled: list[str] = []
+    real = compile
+
+    def counting(source: str, filename: str, mode: str) -> Any:
+        compiled.append(filename)
+        return real(source, filename, mode)
+
+    monkeypatch.setattr(fastpath, "_CODE", {})
+    monkeypatch.setattr(fastpath, "compile", counting, raising=False)  # the module's, not builtins'
+
+    handlers = []
+    for topic in (login, twin, login):
+        tables = [WideRows(CATALOG.table(name)) for name in topic.tables]
+        handler = fastpath.compile_handler(topic, tables, CATALOG.rules, CATALOG.max_payload_bytes)
+        assert handler is not None
+        handlers.append((handler, tables[0]))
+    assert compiled == [f"<widehouse fast path: {LOGIN}>"]
+    names = [h.__code__.co_filename for h, _ in handlers]
+    assert names == [f"<widehouse fast path: {t}>" for t in (LOGIN, LOGIN + "_twin", LOGIN)]
+    event = json.dumps({"uid": 1, "ts": NOW - 60_000, "result": "success"}).encode()
+    assert handlers[1][0](event, NOW) == NOW - 60_000
+    assert len(handlers[1][1].rows) == 1 and handlers[0][1].rows == {}
+
+
 @pytest.mark.parametrize(
     ("change", "taken"),
     [
