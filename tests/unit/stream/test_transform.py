@@ -260,6 +260,8 @@ def test_handlers_compiled_ahead_with_the_apps_plan_serve_each_groups_tasks(
     compiled = compile_handlers(TransformPlan.for_topics(catalog, topics), topics)
     cached = set(fastpath._CODE)
     assert compiled == len(topics) and 0 < len(cached) <= len(topics)  # every demo topic has a fast path
+    names = {code.co_filename for code in fastpath._CODE.values()}
+    assert names <= {f"<widehouse fast path: {t}>" for t in topics}
     for group in (topics[::2], topics[1::2]):
         rows = batch.filter(pc.is_in(batch.column("__topic"), pa.array(group)))
         assert rows.num_rows > 0
