@@ -36,8 +36,10 @@ class _Manager:
 
 
 class _Jvm:
-    def __init__(self, manager: _Manager | None) -> None:
+    def __init__(self, manager: _Manager | None, environment: dict[str, str]) -> None:
         self.manager = manager
+        system = type("System", (), {"getenv": staticmethod(environment.get)})
+        self.java = type("Java", (), {"lang": type("Lang", (), {"System": system})})
 
     def __getattr__(self, name: str) -> Any:
         if name == static_sources.MANAGER:
@@ -51,10 +53,12 @@ class _Jvm:
         raise AttributeError(name)
 
 
-def _session(manager: _Manager | None) -> Any:
+def _session(manager: _Manager | None, planners: str | None = None) -> Any:
+    """A session whose driver JVM was started with ``PYSPARK_PYTHON=planners`` (None: unset)."""
     if manager is not None:
         setattr(manager, "dataSourceBuilders_$eq", manager.set)
-    context = type("Context", (), {"_jvm": _Jvm(manager)})()
+    environment = {} if planners is None else {"PYSPARK_PYTHON": planners}
+    context = type("Context", (), {"_jvm": _Jvm(manager, environment)})()
     return type("Session", (), {"sparkContext": context})()
 
 
@@ -83,10 +87,14 @@ def test_planners_on_another_interpreter_are_left_to_spark(monkeypatch: pytest.M
     base = os.path.realpath(sys.executable)  # a virtualenv's base interpreter has other packages
     if base != os.path.abspath(sys.executable):
         assert not static_sources.answer_static_lookup(_session(manager), base)
-    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
     assert not static_sources.answer_static_lookup(_session(manager))  # python3 from PATH: unknown
+    # the driver JVM's variable counts, not this process's (the JVM kept what it started with)
     monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
-    assert static_sources.answer_static_lookup(_session(manager))
+    assert static_sources.planner_python(_session(manager, "/usr/bin/python3-elsewhere")) == (
+        "/usr/bin/python3-elsewhere"
+    )
+    assert not static_sources.answer_static_lookup(_session(manager, "/usr/bin/python3-elsewhere"))
+    assert static_sources.answer_static_lookup(_session(manager, sys.executable))
     assert manager.sets == 1
 
 

@@ -51,6 +51,7 @@ from widehouse.source.reader import read_task
 from widehouse.source.schema import SCHEMA_DDL
 from widehouse.source.sink import SinkReport, WriteIdentity, topic_deduplication, write_batches
 from widehouse.source.sink_options import SinkOptions, check_columns, parse_sink_options
+from widehouse.spark.static_sources import planner_python
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -303,12 +304,8 @@ def register(spark: SparkSession) -> None:
     from PATH, which may lack pyarrow and pulsar-client. That is worth a warning here.
     """
     spark.dataSource.register(PulsarDataSource)
-    try:
-        jvm = spark.sparkContext._jvm
-        python = jvm.java.lang.System.getenv("PYSPARK_PYTHON") if jvm is not None else ""
-    except Exception:  # Spark Connect has no JVM handle: nothing to check
-        return
-    if not python:
+    python = planner_python(spark)
+    if python == "":  # None: Spark Connect has no JVM handle, nothing to check
         log.warning(
             "PYSPARK_PYTHON is not set in the Spark driver's environment: the pulsar source's "
             "planner and stream reader will run `python3` from PATH; set PYSPARK_PYTHON=%s before "

@@ -38,6 +38,18 @@ def scala_object(jvm: Any, name: str) -> Any:
     return getattr(getattr(jvm, name), "MODULE$")
 
 
+def planner_python(session: SparkSession) -> str | None:
+    """The interpreter Spark starts its data source planners and stream readers with: the driver
+    JVM's ``PYSPARK_PYTHON`` ("" when unset, ``python3`` from PATH, or when the context has no JVM
+    any more), or None without a JVM handle at all (Spark Connect). Not this process's variable: the
+    JVM kept the one it was started with."""
+    try:
+        jvm: Any = session.sparkContext._jvm
+        return (jvm.java.lang.System.getenv("PYSPARK_PYTHON") or "") if jvm is not None else ""
+    except Exception:  # Spark Connect has no JVM handle
+        return None
+
+
 def static_candidates() -> list[str]:
     """Top-level modules on this interpreter's path that Spark's look-up would import."""
     return sorted(m.name for m in pkgutil.iter_modules() if m.name.startswith(PREFIX))
@@ -46,10 +58,10 @@ def static_candidates() -> list[str]:
 def answer_static_lookup(session: SparkSession, python: str | None = None) -> bool:
     """Tell Spark this process's sessions have no static Python data sources, when that is so.
 
-    ``python`` is the interpreter of Spark's planners (default ``PYSPARK_PYTHON``); the answer is
-    given only when it is this one and :func:`static_candidates` is empty. True when given (or when
-    Spark already has an answer); False when Spark is left to look for itself."""
-    planners = python if python is not None else os.environ.get("PYSPARK_PYTHON", "")
+    ``python`` is the interpreter of Spark's planners (default :func:`planner_python`); the answer
+    is given only when it is this one and :func:`static_candidates` is empty. True when given (or
+    when Spark already has an answer); False when Spark is left to look for itself."""
+    planners = python if python is not None else planner_python(session)
     # not resolved: a virtualenv's python links to its base interpreter, whose path is another
     if not planners or os.path.abspath(planners) != os.path.abspath(sys.executable):
         return False
