@@ -11,10 +11,11 @@
 2. Per wide table, partial rows from all input partitions are merged per (key, hour) on the driver
    with the catalog's merge functions (sum, min, max, first/last by event time), in Arrow; a partial
    sum that would overflow the merge is quarantined with reason ``overflow`` first (``merge.settle``).
-3. Sinks, each idempotent per (app, group, batch): ClickHouse ``<table>_partial``, quarantine, late
-   and per-hour counts tables, side by side (skipped when the group already committed the batch,
-   :mod:`widehouse.stream.commits`); Delta partials, quarantine and late tables, appended from the
-   driver with delta-rs (:mod:`widehouse.stream.bronze`, no Spark job); then the progress rows (per
+3. Sinks, each idempotent per (app, group, batch), the two side by side: ClickHouse ``<table>_partial``,
+   quarantine, late and per-hour counts tables, several at once (skipped when the group already
+   committed the batch, :mod:`widehouse.stream.commits`); meanwhile, on a thread, Delta partials,
+   quarantine and late tables, appended from the driver with delta-rs (:mod:`widehouse.stream.bronze`,
+   no Spark job); once both have ended, the progress rows (per
    topic: rows in/out, bad, late, lag, max event time, publish-time range; per group: the
    watermark), again without a Spark job.
 
@@ -30,6 +31,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -109,6 +111,8 @@ class BatchWriter:
     """Set while no micro-batch of this group is being written (a clean stop waits for it)."""
     fingerprint: str = field(init=False)
     """The part of the catalog the group uses (:func:`widehouse.stream.replay_guard.group_fingerprint`)."""
+    _sinks_pool: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
+    """The thread Delta's appends run on beside ClickHouse's inserts (made by the first batch)."""
 
     def __post_init__(self) -> None:
         self.plan = TransformPlan.for_topics(self.catalog, list(self.topics))
@@ -168,15 +172,7 @@ class BatchWriter:
         clock.lap("merge")
         guard_batch(self.spark, self.checkpoint, self.fingerprint, identity)  # a replay: the same catalog
         self._raise_at("before-sinks", batch_id)
-        write_clickhouse = "clickhouse" in self.sinks and self.ledger.begin(batch_id)
-        if write_clickhouse:
-            self._write_clickhouse(outputs, counts, identity)
-            clock.lap("clickhouse")
-        self._raise_at("after-clickhouse", batch_id)
-        if "delta" in self.sinks:
-            self._write_delta(outputs, identity)
-            clock.lap("delta")
-        self._raise_at("after-delta", batch_id)
+        write_clickhouse = self._write_sinks(outputs, counts, identity, clock)
         batch_log = read_batch_log(self.spark, self.checkpoint, batch_id)
         # Spark records the planning time in every offset log; the batch start only stands in for an odd one
         planned_ms = batch_log.planned_ms or int(started * 1000)
@@ -211,6 +207,46 @@ class BatchWriter:
         self.timings.append({"batch_id": batch_id, "rows_in": rows_in, **dict(laps)})
 
     # -- sinks -------------------------------------------------------------------------------
+    def _write_sinks(
+        self, outputs: BatchOutputs, counts: pa.Table, identity: BatchIdentity, clock: _Clock
+    ) -> bool:
+        """Both sinks of the batch side by side: Delta's appends on a thread of their own while the
+        ClickHouse inserts run on this one; returns whether ClickHouse was written (False: it already
+        held the batch). Each sink is idempotent per (app, group, batch) on its own (the ClickHouse
+        ledger's marks, Delta's transaction ids), so their order does not matter to a replay; the
+        progress rows, the batch's commit in each sink, follow once both have ended. A failure is
+        raised once both have ended (ClickHouse's before Delta's), so no append outlives its batch.
+        The ``delta`` lap is the wait for Delta after ClickHouse ended (the wall it adds).
+        """
+        batch_id = identity.batch_id
+        delta: Future[None] | None = None
+        if "delta" in self.sinks:
+            if self._sinks_pool is None:
+                self._sinks_pool = ThreadPoolExecutor(1, thread_name_prefix=f"sinks-{self.group}")
+            delta = self._sinks_pool.submit(self._write_delta, outputs, identity)
+        try:
+            write_clickhouse = "clickhouse" in self.sinks and self.ledger.begin(batch_id)
+            if write_clickhouse:
+                self._write_clickhouse(outputs, counts, identity)
+                clock.lap("clickhouse")
+            self._raise_at("after-clickhouse", batch_id)
+        except BaseException:
+            if delta is not None:
+                wait([delta])  # ClickHouse's failure is the batch's; Delta's, if any, is logged
+                if delta.exception() is not None:
+                    log.warning(
+                        "group %s batch %d: the Delta sink failed too: %s",
+                        self.group,
+                        batch_id,
+                        delta.exception(),
+                    )
+            raise
+        if delta is not None:
+            delta.result()
+            clock.lap("delta")
+        self._raise_at("after-delta", batch_id)
+        return write_clickhouse
+
     def _write_clickhouse(self, outputs: BatchOutputs, counts: pa.Table, identity: BatchIdentity) -> None:
         """Each table's rows and the batch's counts, several tables at once, unless this group already
         committed the batch (see ``commits``). All of them precede the progress rows: a committed batch
@@ -229,14 +265,15 @@ class BatchWriter:
         )
 
     def close(self) -> None:
-        """Close the connections the writer opened (the app's client stays the app's)."""
+        """Close the connections and the thread the writer opened (the app's client stays the app's)."""
         self.ledger.close()
+        pool, self._sinks_pool = self._sinks_pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
 
     def _write_delta(self, outputs: BatchOutputs, identity: BatchIdentity) -> None:
         """Every bronze table of the batch from the driver with delta-rs (no Spark job), in parallel
         threads; each append is skipped when the table already records this batch for the group."""
-        from concurrent.futures import ThreadPoolExecutor
-
         writes: list[tuple[BronzeTable, pa.Table]] = [
             (self.bronze_tables[name], with_partials_meta(data, identity.group, identity.batch_id))
             for name, data in outputs.partials.items()
