@@ -1,6 +1,6 @@
 """Helpers of tests in several suites: the checkout's catalog copied for a test that edits it,
-a Python subprocess that answers in JSON, the ``widehouse`` command run as a user would, and an
-environment without the session's settings."""
+a Python subprocess that answers in JSON, the ``widehouse`` command run as a user would, an
+environment without the session's settings, and a stream group's batch writer with no Spark."""
 
 from __future__ import annotations
 
@@ -58,4 +58,30 @@ def run_cli(*args: str, env: Mapping[str, str] | None = None) -> subprocess.Comp
         env={**os.environ, **(env or {})},
         timeout=120,
         check=False,
+    )
+
+
+def batch_writer(state_dir: Path, sinks: tuple[str, ...] = ("clickhouse", "delta"), **fields: Any) -> Any:
+    """A stream group's :class:`~widehouse.stream.spark.batch.BatchWriter` of the checkout's first
+    topic, with no Spark session and no ClickHouse client (for tests of its own logic; each test
+    stands in for what its subject calls)."""
+    from tests.conftest import settings_for
+    from widehouse.catalog import load_catalog
+    from widehouse.stream.bronze import BronzeWriter
+    from widehouse.stream.spark.batch import BatchWriter
+
+    settings = settings_for(state_dir)
+    catalog = load_catalog(settings.schemas_dir)
+    return BatchWriter(
+        spark=object(),  # type: ignore[arg-type]
+        catalog=catalog,
+        group="g001",
+        topics=(str(catalog.topics[0].name),),
+        app="app",
+        checkpoint=str(state_dir / "checkpoint"),
+        sinks=sinks,
+        delta=settings.delta,
+        clickhouse=object,  # type: ignore[arg-type]
+        bronze=BronzeWriter(),
+        **fields,
     )

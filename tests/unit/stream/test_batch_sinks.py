@@ -34,26 +34,9 @@ class _Ledger:
 def _writer(
     tmp_path: Path, sinks: tuple[str, ...] = ("clickhouse", "delta"), faults: tuple[Fault, ...] = ()
 ) -> Any:
-    from tests.conftest import settings_for
-    from widehouse.catalog import load_catalog
-    from widehouse.stream.bronze import BronzeWriter
-    from widehouse.stream.spark.batch import BatchWriter
+    from tests.support import batch_writer
 
-    settings = settings_for(tmp_path)
-    catalog = load_catalog(settings.schemas_dir)
-    writer = BatchWriter(
-        spark=object(),  # type: ignore[arg-type]
-        catalog=catalog,
-        group="g001",
-        topics=(str(catalog.topics[0].name),),
-        app="app",
-        checkpoint=str(tmp_path / "checkpoint"),
-        sinks=sinks,
-        delta=settings.delta,
-        clickhouse=object,  # type: ignore[arg-type]  (the ledger is stood in for)
-        bronze=BronzeWriter(),
-        faults=faults,
-    )
+    writer = batch_writer(tmp_path, sinks, faults=faults)
     writer.ledger = _Ledger()
     return writer
 

@@ -37,25 +37,10 @@ def test_status_sums_the_groups_and_shows_each_ones_lag(tmp_path: Path) -> None:
 
 
 def test_a_long_running_writer_keeps_the_last_timings_and_counts_every_batch(tmp_path: Path) -> None:
-    from tests.conftest import settings_for
-    from widehouse.catalog import load_catalog
-    from widehouse.stream.bronze import BronzeWriter
-    from widehouse.stream.spark.batch import TIMINGS_KEPT, BatchWriter
+    from tests.support import batch_writer
+    from widehouse.stream.spark.batch import TIMINGS_KEPT
 
-    settings = settings_for(tmp_path)
-    catalog = load_catalog(settings.schemas_dir)
-    writer = BatchWriter(
-        spark=object(),  # type: ignore[arg-type]
-        catalog=catalog,
-        group="g001",
-        topics=(str(catalog.topics[0].name),),
-        app="app",
-        checkpoint=str(tmp_path / "checkpoint"),
-        sinks=("clickhouse", "delta"),
-        delta=settings.delta,
-        clickhouse=object,  # type: ignore[arg-type]  (never called: no batch is written here)
-        bronze=BronzeWriter(),
-    )
+    writer = batch_writer(tmp_path)  # no batch is written here
     for batch_id in range(TIMINGS_KEPT + 5):
         writer._record(batch_id, 10, [("read+transform", 0.5), ("merge", 0.1)])
     assert writer.batches == TIMINGS_KEPT + 5
