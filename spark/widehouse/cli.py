@@ -24,7 +24,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Real-time wide tables from Pulsar event topics (Spark, ClickHouse, Delta, HBase).",
     )
     parser.add_argument("--version", action="version", version=f"widehouse {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="debug logging, and py4j's INFO lines (a line per JVM callback)",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for register in COMMANDS:
         register(subparsers)

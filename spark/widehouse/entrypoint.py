@@ -21,8 +21,17 @@ UseCase = Callable[[argparse.Namespace, Settings], int]
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
+QUIET_LOGGERS = ("py4j",)
+"""Libraries whose INFO lines are chatter, shown only with ``verbose``: py4j logs every callback
+from the JVM (a stream's ``foreachBatch`` calls: lines in every group's log at every batch)."""
+
+
 def configure_logging(verbose: bool = False) -> None:
+    """INFO on stderr (DEBUG with ``verbose``); the :data:`QUIET_LOGGERS` at WARNING unless ``verbose``."""
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, format=LOG_FORMAT)
+    if not verbose:
+        for name in QUIET_LOGGERS:
+            logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def exit_code(prog: str, use_case: UseCase, args: argparse.Namespace) -> int:

@@ -84,3 +84,22 @@ def test_a_job_files_usage_names_the_file_and_its_summary() -> None:
     assert out.returncode == 0
     assert out.stdout.startswith("usage: finalize_hour.py ")
     assert "Finalize an hour of an hourly wide table (spark-submit entrypoint)." in out.stdout
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_py4js_callback_chatter_shows_only_when_verbose(verbose: bool) -> None:
+    # a fresh interpreter: logging is configured once per process, as a door does it
+    code = (
+        "import logging\n"
+        "from widehouse.entrypoint import configure_logging\n"
+        f"configure_logging({verbose})\n"
+        "logging.getLogger('py4j.clientserver').info('Received command c on object id p0')\n"
+        "logging.getLogger('py4j.clientserver').warning('a py4j warning')\n"
+        "logging.getLogger('widehouse.stream').info('group g001 batch 3: 10 in')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert "group g001 batch 3: 10 in" in done.stderr
+    assert "a py4j warning" in done.stderr
+    assert ("Received command c on object id p0" in done.stderr) is verbose
