@@ -31,7 +31,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -231,15 +231,10 @@ class BatchWriter:
                 clock.lap("clickhouse")
             self._raise_at("after-clickhouse", batch_id)
         except BaseException:
-            if delta is not None:
-                wait([delta])  # ClickHouse's failure is the batch's; Delta's, if any, is logged
-                if delta.exception() is not None:
-                    log.warning(
-                        "group %s batch %d: the Delta sink failed too: %s",
-                        self.group,
-                        batch_id,
-                        delta.exception(),
-                    )
+            # ClickHouse's failure is the batch's; Delta's, if any, is logged (exception() waits)
+            error = delta.exception() if delta is not None else None
+            if error is not None:
+                log.warning("group %s batch %d: the Delta sink failed too: %s", self.group, batch_id, error)
             raise
         if delta is not None:
             delta.result()
