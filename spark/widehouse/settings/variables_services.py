@@ -148,9 +148,10 @@ SERVICE_VARIABLES: tuple[Variable[Any], ...] = (
         "delta.bronze_retention_seconds",
         "How long the stream's bronze Delta tables keep commits (`delta.logRetentionDuration`) and "
         "files that compaction rewrote (`delta.deletedFileRetentionDuration`): time travel on a bronze "
-        "table reaches this far back, and a reader may take this long. Every batch commits to every "
-        "bronze table, and each append lists the whole log: keep it short (see the bronze upkeep in "
-        "the README).",
+        "table reaches this far back, and a reader may take this long. Data files no commit names (an "
+        "append cut short by a crash) are deleted once older than this rounded up to whole hours, at "
+        "least one. Every batch commits to every bronze table, and each append lists the whole log: "
+        "keep it short (see the bronze upkeep in the README).",
     ),
     Variable(
         "WIDEHOUSE_DELTA_BRONZE_UPKEEP_SECONDS",

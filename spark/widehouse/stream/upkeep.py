@@ -28,6 +28,15 @@ Two things keep both flat:
   removes only files it read, so two compactions of one partition at once is the only conflict,
   and the loser is logged and skipped).
 
+- **Orphans** (a full vacuum on the first round, then once per :func:`orphan_age_s`): an append
+  cut short by a crash (or a failed commit) leaves data files that no commit names. No reader sees
+  them, and the per-round vacuum (delta-rs' "lite" mode) deletes only files a commit removed, so
+  they would stay for good. A full vacuum lists the whole table and also deletes the files no
+  commit names that are older than the retention rounded up to whole hours (delta-rs counts in
+  hours), at least an hour: no append is in flight that long, whatever the retention, and a file a
+  recent commit removed is still kept for its readers. Rounds that far apart find every orphan at
+  most twice that age.
+
 Upkeep never stops a stream: a failure is logged and the next round tries again.
 """
 
@@ -35,8 +44,10 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import math
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,7 +73,9 @@ class UpkeepResult:
     files_removed: int = 0
     files_added: int = 0
     vacuumed: int = 0
-    """Rewritten files older than the retention, deleted."""
+    """Files older than the retention deleted: rewritten ones, and on a full round orphans too."""
+    full: bool = False
+    """Whether the round's vacuum was a full one (orphans too)."""
 
 
 def partition_value(value: Any) -> str:
@@ -97,10 +110,13 @@ def upkeep_table(
     min_files: int,
     storage_options: dict[str, str] | None = None,
     target_size: int = TARGET_SIZE,
+    orphans_after_s: int | None = None,
 ) -> UpkeepResult:
     """Compact ``table``'s partitions that hold at least ``min_files`` small files, then vacuum its
-    rewritten files older than its retention. At most ``min_files`` appends' files per partition
-    stay uncompacted, and a partition's compacted file is rewritten at most once per that many."""
+    rewritten files older than its retention; with ``orphans_after_s`` (:func:`orphan_age_s`) a full
+    vacuum instead: also files no commit names, older than that. At most ``min_files`` appends' files
+    per partition stay uncompacted, and a partition's compacted file is rewritten at most once per
+    that many."""
     from deltalake import DeltaTable
 
     delta = DeltaTable(local_uri(table.path), storage_options=storage_options)
@@ -112,13 +128,25 @@ def upkeep_table(
         metrics = delta.optimize.compact(partition_filters=filters or None, target_size=target_size)
         removed += int(metrics["numFilesRemoved"])
         added += int(metrics["numFilesAdded"])
-    vacuumed = delta.vacuum(dry_run=False)  # the table's deletedFileRetentionDuration
-    return UpkeepResult(table.name, len(crowded), removed, added, len(vacuumed))
+    if orphans_after_s is None:
+        vacuumed = delta.vacuum(dry_run=False)  # the table's deletedFileRetentionDuration
+    else:
+        vacuumed = delta.vacuum(retention_hours=orphans_after_s // 3600, dry_run=False, full=True)
+    return UpkeepResult(table.name, len(crowded), removed, added, len(vacuumed), orphans_after_s is not None)
+
+
+def orphan_age_s(retention_s: int) -> int:
+    """How old a file no commit names must be for a full vacuum to delete it: the retention rounded
+    up to whole hours (delta-rs' unit), at least one hour."""
+    return max(1, math.ceil(retention_s / 3600)) * 3600
 
 
 class BronzeUpkeep:
     """A daemon thread that keeps a stream app's bronze tables small: every ``every`` seconds,
-    :func:`upkeep_table` for each table. The first round runs one interval after :meth:`start`."""
+    :func:`upkeep_table` for each table. The first round runs one interval after :meth:`start`.
+
+    ``retention_s``: the tables' retention, for the full vacuums (orphans too): the first round is
+    one, and then a round once :func:`orphan_age_s` has passed since the last (None: none)."""
 
     def __init__(
         self,
@@ -126,34 +154,48 @@ class BronzeUpkeep:
         every: float,
         min_files: int,
         storage_options: dict[str, str] | None = None,
+        *,
+        retention_s: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.tables = list(tables)
         self.every = every
         self.storage_options = storage_options
         self.min_files = min_files
+        self.orphans_after_s = None if retention_s is None else orphan_age_s(retention_s)
+        self._clock = clock
+        self._last_full: float | None = None
         self.rounds = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def run_once(self) -> list[UpkeepResult]:
         """One round over every table; a table that fails is logged and left for the next round."""
+        now = self._clock()
+        orphans = self.orphans_after_s
+        full = orphans is not None and (self._last_full is None or now - self._last_full >= orphans)
+        if full:
+            self._last_full = now
         results = []
         for table in self.tables:
             if self._stop.is_set():
                 break
             try:
-                result = upkeep_table(table, self.min_files, self.storage_options)
+                result = upkeep_table(
+                    table, self.min_files, self.storage_options, orphans_after_s=orphans if full else None
+                )
             except Exception as exc:  # a concurrent compaction, a table gone: the next round retries
                 log.warning("delta upkeep of %s failed (next round retries): %s", table.path, str(exc)[:500])
                 continue
             if result.partitions or result.vacuumed:
                 log.info(
-                    "delta upkeep of %s: %d partitions compacted (%d files into %d), %d old files deleted",
+                    "delta upkeep of %s: %d partitions compacted (%d files into %d), %d old files deleted%s",
                     table.path,
                     result.partitions,
                     result.files_removed,
                     result.files_added,
                     result.vacuumed,
+                    " (full vacuum: files no commit names included)" if full else "",
                 )
             results.append(result)
         self.rounds += 1

@@ -1,10 +1,13 @@
 """Bronze upkeep (``widehouse.stream.upkeep``) on real delta-rs tables in a temporary directory:
 crowded partitions are compacted without changing a row or an application transaction, rewritten
-files are vacuumed after the retention, the log stays short, existing tables get the properties."""
+files are vacuumed after the retention, files no commit names (an append cut short) after an hour,
+the log stays short, existing tables get the properties."""
 
 from __future__ import annotations
 
 import datetime as dt
+import os
+import shutil
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -18,7 +21,7 @@ from widehouse.settings import DeltaSettings
 from widehouse.stream.bronze import BronzeTable, BronzeWriter
 from widehouse.stream.options import GroupSpec, RunOptions
 from widehouse.stream.spark.job import StreamApp
-from widehouse.stream.upkeep import BronzeUpkeep, crowded_partitions, upkeep_table
+from widehouse.stream.upkeep import BronzeUpkeep, crowded_partitions, orphan_age_s, upkeep_table
 
 D1 = dt.date(2024, 5, 1)
 SCHEMA = pa.schema(
@@ -141,6 +144,71 @@ def test_rewritten_files_are_deleted_once_older_than_the_retention(tmp_path: Pat
     assert [r["uid"] for r in _read(table.path)] == [10, 11, 20, 21, 30, 31, 40, 41]
 
 
+def _orphan(table: BronzeTable, name: str, age_s: float) -> Path:
+    """A data file no commit names, as an append cut short by a crash leaves one: a copy of a live
+    file under a partition directory, last modified ``age_s`` ago."""
+    live = sorted(Path(table.path).rglob("part-*.parquet"))[0]
+    orphan = live.parent / f"part-00000-{name}-c000.snappy.parquet"
+    shutil.copy(live, orphan)
+    when = time.time() - age_s
+    os.utime(orphan, (when, when))
+    return orphan
+
+
+def test_orphan_age_is_the_retention_in_whole_hours_at_least_one() -> None:
+    assert orphan_age_s(1) == 3600
+    assert orphan_age_s(900) == 3600  # the default retention
+    assert orphan_age_s(3600) == 3600
+    assert orphan_age_s(3601) == 7200
+    assert orphan_age_s(2 * 86400) == 2 * 86400
+
+
+def test_a_full_round_deletes_only_files_no_commit_names_older_than_an_hour(tmp_path: Path) -> None:
+    from deltalake import DeltaTable
+
+    table = _table(tmp_path)  # retention 900 s: orphans go after an hour
+    writer = BronzeWriter()
+    writer.ensure(table)
+    for batch in range(1, 5):
+        writer.append(table, _rows(batch, 13), "app:g1:t", batch)
+    two_hours = time.time() - 7200
+    for uri in DeltaTable(table.path).file_uris():  # old files: the compaction below removes them
+        os.utime(uri.removeprefix("file://"), (two_hours, two_hours))
+    before = DeltaTable(table.path).version()
+    assert upkeep_table(table, 4).files_removed == 4  # their removal is a minute old, not 900 s
+    stale = _orphan(table, "stale", 7200)
+    young = _orphan(table, "young", 1800)  # older than the retention, not an hour
+    fresh = _orphan(table, "fresh", 0)  # an append in flight
+
+    now = [1000.0]
+    upkeep = BronzeUpkeep([table], every=60, min_files=16, retention_s=900, clock=lambda: now[0])
+    (first,) = upkeep.run_once()
+    assert first.full and first.vacuumed == 1
+    assert not stale.exists() and young.exists() and fresh.exists()
+    # every committed row is there, and a reader of the version before the compaction still reads it
+    assert [r["uid"] for r in _read(table.path)] == [10, 11, 20, 21, 30, 31, 40, 41]
+    assert DeltaTable(table.path, version=before).to_pyarrow_table().num_rows == 8
+
+    late = _orphan(table, "late", 7200)
+    now[0] += 60
+    (lite,) = upkeep.run_once()  # a minute later: a lite round, orphans left
+    assert (lite.full, lite.vacuumed) == (False, 0) and late.exists()
+    now[0] += 3540
+    (second,) = upkeep.run_once()  # an hour after the first full round: the next one
+    assert second.full and not late.exists() and young.exists()
+    assert len(_read(table.path)) == 8
+
+
+def test_without_a_retention_no_round_is_full(tmp_path: Path) -> None:
+    table = _table(tmp_path)
+    writer = BronzeWriter()
+    writer.ensure(table)
+    writer.append(table, _rows(1, 13), "app:g1:t", 1)
+    stale = _orphan(table, "stale", 7200)
+    (result,) = BronzeUpkeep([table], every=60, min_files=16).run_once()
+    assert not result.full and stale.exists()
+
+
 def test_the_log_keeps_only_the_retention_s_commits(tmp_path: Path) -> None:
     """delta-rs drops commit files older than the retention as it checkpoints (every 100 commits)."""
     table = _table(tmp_path, retention_s=1)
@@ -208,6 +276,7 @@ def test_a_stream_app_keeps_its_bronze_tables_up_as_the_settings_say(tmp_path: P
     app._keep_up([table])
     assert app.upkeep is not None and app.upkeep.tables == [table]
     assert (app.upkeep.every, app.upkeep.min_files) == (60.0, 16)
+    assert app.upkeep.orphans_after_s == 3600  # the default retention (900 s), in whole hours
     app.stop()
     assert app.upkeep is None
     off = replace(settings, delta=replace(settings.delta, bronze_upkeep_seconds=0.0))

@@ -232,7 +232,11 @@ class StreamApp:
         delta = self.settings.delta
         if delta.bronze_upkeep_seconds > 0 and self.upkeep is None:
             self.upkeep = BronzeUpkeep(
-                tables, delta.bronze_upkeep_seconds, delta.bronze_compact_files, self.bronze.storage_options
+                tables,
+                delta.bronze_upkeep_seconds,
+                delta.bronze_compact_files,
+                self.bronze.storage_options,
+                retention_s=delta.bronze_retention_seconds,
             )
             self.upkeep.start()
 
