@@ -34,8 +34,9 @@ Two things keep both flat:
   they would stay for good. A full vacuum lists the whole table and also deletes the files no
   commit names that are older than the retention rounded up to whole hours (delta-rs counts in
   hours), at least an hour: no append is in flight that long, whatever the retention, and a file a
-  recent commit removed is still kept for its readers. Rounds that far apart find every orphan at
-  most twice that age.
+  recent commit removed is still kept for its readers. With full rounds that far apart, an orphan
+  is deleted by about twice that age (plus one upkeep interval). A table whose full round failed
+  waits for the next full round.
 
 Upkeep never stops a stream: a failure is logged and the next round tries again.
 """
