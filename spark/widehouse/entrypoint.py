@@ -11,6 +11,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from widehouse.errors import ConfigError, WidehouseError
 from widehouse.settings import Settings, load_settings
@@ -26,12 +27,29 @@ QUIET_LOGGERS = ("py4j",)
 from the JVM (a stream's ``foreachBatch`` calls: lines in every group's log at every batch)."""
 
 
+class _QuietRootRecords(logging.Filter):
+    """Drops what the :data:`QUIET_LOGGERS` packages' own code logs below WARNING through the root
+    logger, which their loggers' levels do not reach: py4j's gateway calls ``logging.info`` itself
+    ("Exception while sending command.", with a traceback, as it retries; its finalizer thread
+    meets a JVM already gone at the end of a run)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.WARNING:
+            return True
+        parts = Path(record.pathname).parts
+        return not any(name in parts for name in QUIET_LOGGERS)
+
+
 def configure_logging(verbose: bool = False) -> None:
-    """INFO on stderr (DEBUG with ``verbose``); the :data:`QUIET_LOGGERS` at WARNING unless ``verbose``."""
+    """INFO on stderr (DEBUG with ``verbose``); the :data:`QUIET_LOGGERS` at WARNING unless ``verbose``
+    (their own loggers, and what their code logs through the root logger)."""
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, format=LOG_FORMAT)
     if not verbose:
         for name in QUIET_LOGGERS:
             logging.getLogger(name).setLevel(logging.WARNING)
+        root = logging.getLogger()
+        if not any(isinstance(f, _QuietRootRecords) for f in root.filters):
+            root.addFilter(_QuietRootRecords())
 
 
 def exit_code(prog: str, use_case: UseCase, args: argparse.Namespace) -> int:

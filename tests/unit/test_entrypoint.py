@@ -87,7 +87,7 @@ def test_a_job_files_usage_names_the_file_and_its_summary() -> None:
 
 
 @pytest.mark.parametrize("verbose", [False, True])
-def test_py4js_callback_chatter_shows_only_when_verbose(verbose: bool) -> None:
+def test_py4js_chatter_shows_only_when_verbose(verbose: bool) -> None:
     # a fresh interpreter: logging is configured once per process, as a door does it
     code = (
         "import logging\n"
@@ -96,6 +96,12 @@ def test_py4js_callback_chatter_shows_only_when_verbose(verbose: bool) -> None:
         "logging.getLogger('py4j.clientserver').info('Received command c on object id p0')\n"
         "logging.getLogger('py4j.clientserver').warning('a py4j warning')\n"
         "logging.getLogger('widehouse.stream').info('group g001 batch 3: 10 in')\n"
+        # py4j's gateway logs through the root logger itself: lines as its own code makes them
+        "import py4j.java_gateway as gateway\n"
+        'exec(compile("import logging\\n"\n'
+        "    \"logging.info('Exception while sending command.', exc_info=True)\\n\"\n"
+        "    \"logging.error('a py4j error through root')\", gateway.__file__, 'exec'))\n"
+        "logging.info('a root line from elsewhere')\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
@@ -103,3 +109,6 @@ def test_py4js_callback_chatter_shows_only_when_verbose(verbose: bool) -> None:
     assert "group g001 batch 3: 10 in" in done.stderr
     assert "a py4j warning" in done.stderr
     assert ("Received command c on object id p0" in done.stderr) is verbose
+    assert ("Exception while sending command." in done.stderr) is verbose
+    assert "a py4j error through root" in done.stderr
+    assert "a root line from elsewhere" in done.stderr
