@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -73,6 +74,17 @@ class DemoOptions:
     """After publishing ends, how long the streams may take to catch up."""
 
 
+def demo_session(settings: Settings, groups: list[GroupSpec]) -> Any:
+    """One session for the stream and the batch part after it: with Hive (the offline tables, the
+    silver tables' registration), which a stream job's own session goes without, and the stream
+    groups' scheduler pools declared, as a stream job's own session has them."""
+    from widehouse.spark.session import build_session
+    from widehouse.stream.spark.job import scheduler_pools
+
+    with tempfile.TemporaryDirectory(prefix="widehouse-pools-") as folder:
+        return build_session(settings, "widehouse-demo", scheduler_pools(settings, groups, Path(folder)))
+
+
 def run_demo(settings: Settings, options: DemoOptions, say: Say = print) -> DemoResult:
     """Run the demo; progress lines go to ``say``, findings come back as a :class:`DemoResult`."""
     _require_local(settings)
@@ -97,13 +109,10 @@ def run_demo(settings: Settings, options: DemoOptions, say: Say = print) -> Demo
         f"saved to {settings.state_dir / 'plan.json'}"
     )
 
-    from widehouse.spark.session import build_session
     from widehouse.stream.spark.job import StreamApp
 
     groups = [GroupSpec(g.name, tuple(g.topics)) for g in the_plan.groups]
-    # one session for the stream and the batch part after it: with Hive (the offline tables, the
-    # silver tables' registration), which a stream job's own session goes without
-    spark = build_session(settings, "widehouse-demo")
+    spark = demo_session(settings, groups)
     app = StreamApp(settings, groups, RunOptions(starting_offsets="earliest"), spark=spark)
     app.start()
     say(

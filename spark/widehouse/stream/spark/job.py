@@ -386,17 +386,23 @@ def session_overrides(settings: Settings, groups: list[GroupSpec], folder: Path)
 
     No tables by name (Delta by path, checkpoints through Hadoop): an in-memory catalog keeps a
     long-running stream off the local embedded Derby metastore, which admits one process and is the
-    finalize and daily jobs' (they register silver tables). The groups' scheduler pools
-    (:func:`start_in_pool`) are declared in an allocation file written to ``folder`` (Spark reads it
-    once, as the session starts), unless the user's conf names a file of its own: theirs is kept,
-    and a group's pool it does not declare gets Spark's defaults.
+    finalize and daily jobs' (they register silver tables). The groups' scheduler pools:
+    :func:`scheduler_pools`.
     """
-    overrides = {"spark.sql.catalogImplementation": "in-memory"}
-    if ALLOCATION_FILE not in dict(settings.spark.extra_conf):
-        pools = folder / "pools.xml"
-        pools.write_text(pools_xml([g.name for g in groups]))
-        overrides[ALLOCATION_FILE] = pools.as_uri()
-    return overrides
+    return {"spark.sql.catalogImplementation": "in-memory", **scheduler_pools(settings, groups, folder)}
+
+
+def scheduler_pools(settings: Settings, groups: list[GroupSpec], folder: Path) -> dict[str, str]:
+    """The conf that declares ``groups``' scheduler pools (:func:`start_in_pool`) to a session about
+    to start: an allocation file written to ``folder`` (Spark reads it once, as the session starts;
+    the folder may go after), unless the user's conf names a file of its own: theirs is kept, and a
+    group's pool it does not declare gets Spark's defaults. For any session a stream app runs in
+    (its own, or one handed to it, as the demo's)."""
+    if ALLOCATION_FILE in dict(settings.spark.extra_conf):
+        return {}
+    pools = folder / "pools.xml"
+    pools.write_text(pools_xml([g.name for g in groups]))
+    return {ALLOCATION_FILE: pools.as_uri()}
 
 
 def pools_xml(groups: list[str]) -> str:
