@@ -59,8 +59,6 @@ def load_hive(spark: Any, sql_dir: Path, database: str, tables: dict[str, list[d
     from widehouse.offline.spark import create_tables
 
     create_tables(spark, sql_dir, database)
-    spark.sql("SET hive.exec.dynamic.partition=true")
-    spark.sql("SET hive.exec.dynamic.partition.mode=nonstrict")
     for table, rows in tables.items():
         columns = [c.split()[0] for c in HIVE_SCHEMAS[table].split(", ")]
         times = {c.split()[0] for c in HIVE_SCHEMAS[table].split(", ") if c.endswith("timestamp")}

@@ -147,3 +147,26 @@ def test_generate_offline_builds_the_hive_tables_and_the_daily_sql_reads_them(
         )
     finally:
         spark.sql(f"DROP DATABASE IF EXISTS {database} CASCADE")
+
+
+def test_generate_offline_through_hives_own_insert_too(spark: Any, catalog: Catalog) -> None:
+    """Spark writes a partitioned Hive parquet table through its own file writer by default; with that
+    conversion off (a user's conf, or a table format it does not convert) the insert is Hive's, which
+    takes dynamic partitions only as the session's Hadoop conf allows (``spark_conf``)."""
+    from widehouse.offline.spark import OfflineSpec, generate_offline
+
+    database = f"it_offline_{uuid.uuid4().hex[:8]}"
+    days = (dt.date(2026, 5, 9), dt.date(2026, 5, 10))
+    key = "spark.sql.hive.convertInsertingPartitionedTable"
+    before = spark.conf.get(key, "true")  # Spark's default
+    spark.conf.set(key, "false")
+    try:
+        spec = OfflineSpec(users=20, days=days, seed=3, database=database)
+        assert generate_offline(spark, spec, catalog.sql_dir, users_per_task=25)["user_profile"] == 40
+        # a day again: that day's partition is replaced, the other stays
+        again = generate_offline(spark, OfflineSpec(20, days[1:], 3, database), catalog.sql_dir, 7)
+        assert again["user_profile"] == 20
+        assert spark.sql(f"SELECT count(*) FROM {database}.user_profile").collect()[0][0] == 40
+    finally:
+        spark.conf.set(key, before)
+        spark.sql(f"DROP DATABASE IF EXISTS {database} CASCADE")

@@ -19,6 +19,8 @@ def test_local_conf_has_delta_hive_and_small_footprint(tmp_path: Path) -> None:
     assert conf["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
     assert conf["spark.sql.catalog.spark_catalog"] == "org.apache.spark.sql.delta.catalog.DeltaCatalog"
     assert conf["spark.sql.catalogImplementation"] == "hive"
+    # Hive's own insert takes partitions from the data only as the Hadoop conf allows
+    assert conf["spark.hadoop.hive.exec.dynamic.partition.mode"] == "nonstrict"
     # the local `metastore` service, shared by every Spark process; no in-process Derby
     assert conf["spark.hadoop.hive.metastore.uris"] == "thrift://127.0.0.1:9083"
     assert "spark.hadoop.javax.jdo.option.ConnectionURL" not in conf

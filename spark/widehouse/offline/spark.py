@@ -202,9 +202,7 @@ def generate_offline(
     Each table's rows are drawn by ``ceil(users / users_per_task)`` tasks (:class:`_TaskRows`), so
     nothing on the driver holds them."""
     spec = spec.validate()
-    create_tables(spark, sql_dir, spec.database)
-    spark.sql("SET hive.exec.dynamic.partition=true")
-    spark.sql("SET hive.exec.dynamic.partition.mode=nonstrict")
+    create_tables(spark, sql_dir, spec.database)  # the session allows dynamic partitions (spark_conf)
     tasks = math.ceil(spec.users / users_per_task)
     days = ", ".join(f"'{day.isoformat()}'" for day in spec.days)
     counts = {}

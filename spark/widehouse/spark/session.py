@@ -45,6 +45,11 @@ def spark_conf(
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         "spark.sql.catalogImplementation": "hive",
+        # inserts into Hive tables partitioned from the data (the offline tables: a day per
+        # partition). Hive's settings belong in the Hadoop conf: a SET of them works for Spark's
+        # own checks, but Spark warns on every SET that it might not
+        "spark.hadoop.hive.exec.dynamic.partition": "true",
+        "spark.hadoop.hive.exec.dynamic.partition.mode": "nonstrict",
         "spark.sql.warehouse.dir": hive.warehouse_dir,
         "spark.sql.shuffle.partitions": str(spark.shuffle_partitions),
         "spark.ui.enabled": str(spark.ui_enabled).lower(),
