@@ -145,8 +145,8 @@ def test_rewritten_files_are_deleted_once_older_than_the_retention(tmp_path: Pat
 
 
 def _orphan(table: BronzeTable, name: str, age_s: float) -> Path:
-    """A data file no commit names, as an append cut short by a crash leaves one: a copy of a live
-    file under a partition directory, last modified ``age_s`` ago."""
+    """A data file no commit names, as an append cut short by a crash leaves one: a copy of one of
+    the table's data files in its partition directory, last modified ``age_s`` ago."""
     live = sorted(Path(table.path).rglob("part-*.parquet"))[0]
     orphan = live.parent / f"part-00000-{name}-c000.snappy.parquet"
     shutil.copy(live, orphan)
@@ -175,7 +175,7 @@ def test_a_full_round_deletes_only_files_no_commit_names_older_than_an_hour(tmp_
     for uri in DeltaTable(table.path).file_uris():  # old files: the compaction below removes them
         os.utime(uri.removeprefix("file://"), (two_hours, two_hours))
     before = DeltaTable(table.path).version()
-    assert upkeep_table(table, 4).files_removed == 4  # their removal is a minute old, not 900 s
+    assert upkeep_table(table, 4).files_removed == 4  # their removal is seconds old: kept 900 s
     stale = _orphan(table, "stale", 7200)
     young = _orphan(table, "young", 1800)  # older than the retention, not an hour
     fresh = _orphan(table, "fresh", 0)  # an append in flight
