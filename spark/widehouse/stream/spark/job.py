@@ -41,7 +41,7 @@ from widehouse.stream.publishers import StreamPublishers
 from widehouse.stream.restart import GiveUp, RestartBook, RestartPolicy
 from widehouse.stream.spark.batch import BatchWriter
 from widehouse.stream.spark.handover import start_after
-from widehouse.stream.spark.warmup import warm_workers
+from widehouse.stream.spark.warmup import plan_read_early, warm_workers
 from widehouse.stream.tables import ensure_clickhouse
 from widehouse.stream.upkeep import BronzeUpkeep
 
@@ -168,6 +168,7 @@ class StreamApp:
             self.spark, wide_source_name(stream.app, group.name, writer.plan), writer.plan
         )
         reader = self.spark.readStream.format(name).options(**options).load()
+        plan_read_early(self.spark, reader)  # on a thread, while the query starts
         writer_stream = (
             reader.writeStream.queryName(f"{stream.app}:{group.name}")
             .option("checkpointLocation", checkpoint)
