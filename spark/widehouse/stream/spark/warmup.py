@@ -73,11 +73,11 @@ def plan_read_early(spark: SparkSession, frame: Any) -> threading.Thread:
     unpickles the source, makes its stream reader and pickles the read function back) when the
     query's first micro-batch builds its scan, after the batch was planned: ~0.5 s of the first
     batch's critical path in a new process on two cores (~0.3 core-s), with the reading tasks
-    waiting for it. Spark keeps the result
-    on the source's provider object, which ``frame``'s relation already holds and the query reuses
-    (``PythonDataSourceV2.getOrCreateReadInfo``), so asking for it now overlaps it with the
-    query's start (its source runner's start and first offsets). Only an optimization: anything
-    unexpected (another Spark, another source) leaves the first batch to plan the read as before.
+    waiting for it. Spark keeps the result on the source's provider object, which ``frame``'s
+    analyzed relation already holds and the query reuses (``PythonDataSourceV2.getOrCreateReadInfo``),
+    so asking for it now overlaps it with the query's start (its source runner's start and first
+    offsets). Only an optimization: anything unexpected (another Spark, another source) leaves the
+    first batch to plan the read as before.
     """
 
     def run() -> None:
