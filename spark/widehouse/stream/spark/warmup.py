@@ -77,7 +77,8 @@ def plan_read_early(spark: SparkSession, frame: Any) -> threading.Thread:
     analyzed relation already holds and the query reuses (``PythonDataSourceV2.getOrCreateReadInfo``),
     so asking for it now overlaps it with the query's start (its source runner's start and first
     offsets). Only an optimization: anything unexpected (another Spark, another source) leaves the
-    first batch to plan the read as before.
+    first batch to plan the read as before. A first batch that needs the plan before this thread
+    has it makes it too (the provider does not lock): the same plan, made twice.
     """
 
     def run() -> None:
