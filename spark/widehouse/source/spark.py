@@ -16,10 +16,13 @@ constructors only store options; all clients are created lazily.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import sys
+import threading
 import uuid
+import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -296,14 +299,28 @@ def _decoded(batches: Iterator[pa.RecordBatch], decoder: ValueDecoder | None) ->
     return (decoder.decode(batch) for batch in batches)
 
 
+_REGISTERED: weakref.WeakSet[Any] = weakref.WeakSet()
+"""Sessions :func:`register` has registered the ``pulsar`` format with (while they live)."""
+_REGISTERING = threading.Lock()
+
+
 def register(spark: SparkSession) -> None:
-    """Register the ``pulsar`` format with ``spark`` (idempotent).
+    """Register the ``pulsar`` format with ``spark``, once per session.
 
     Spark starts the data source's planner and stream reader processes with the driver JVM's
     ``PYSPARK_PYTHON`` (not the ``spark.pyspark.python`` setting); without it they run ``python3``
     from PATH, which may lack pyarrow and pulsar-client. That is worth a warning here.
+
+    A stream app registers its groups' sources side by side, each with this call: Spark warned
+    "The data source pulsar replaced a previously registered data source" for every group after
+    the first, and the ``PYSPARK_PYTHON`` warning came once per group.
     """
-    spark.dataSource.register(PulsarDataSource)
+    with _REGISTERING:  # the groups of an app start side by side, each from a thread
+        if spark in _REGISTERED:
+            return
+        spark.dataSource.register(PulsarDataSource)
+        with contextlib.suppress(TypeError):  # a session that takes no weak reference registers each time
+            _REGISTERED.add(spark)
     python = planner_python(spark)
     if python == "":  # None: Spark Connect has no JVM handle, nothing to check
         log.warning(
