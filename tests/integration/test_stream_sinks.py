@@ -164,10 +164,10 @@ def test_a_batchs_tables_are_written_side_by_side_each_with_its_mark(
     writers: list[tuple[str, int]] = []
     insert = ClickHouse.insert
 
-    def recorded(self: ClickHouse, table: str, data: pa.Table, token: str) -> int:
+    def recorded(self: ClickHouse, table: str, data: pa.Table, token: str, **options: bool) -> int:
         if table != "stream_sink_marks":
             writers.append((threading.current_thread().name, id(self)))
-        return insert(self, table, data, token)
+        return insert(self, table, data, token, **options)
 
     monkeypatch.setattr(ClickHouse, "insert", recorded)
     ledger = again = None
@@ -207,5 +207,53 @@ def test_a_batchs_tables_are_written_side_by_side_each_with_its_mark(
         for ledger_ in (ledger, again):
             if ledger_ is not None:
                 ledger_.close()
+        client.command(f"DROP DATABASE IF EXISTS `{database}`")
+        client.close()
+
+
+def test_the_sinks_inserts_skip_the_merge_on_insert_and_readers_still_fold(tmp_path: Path) -> None:
+    """The ledger sends every insert of a batch (rows, marks, counts, progress) with
+    ``optimize_on_insert=0`` (the rows are already one per sorting key), other inserts keep the
+    default, and the analysts' views fold the partial rows themselves: a block that holds one key
+    twice (which the driver never sends) still reads as their sum. Each table gets a column whose
+    DEFAULT is ``getSetting('optimize_on_insert')``, evaluated in the insert's own context."""
+    from tests.conftest import settings_for
+    from widehouse.contracts.tables import MARKS, PROGRESS
+
+    database = f"fold_{uuid.uuid4().hex[:8]}"
+    client = clickhouse.connect(settings_for(tmp_path, WIDEHOUSE_CLICKHOUSE_DATABASE=database).clickhouse)
+    ledger = None
+    try:
+        ensure_clickhouse(client, load_catalog(settings_for(tmp_path).schemas_dir))
+        partial = "user_hourly_partial"
+        seen = "seen String DEFAULT toString(getSetting('optimize_on_insert'))"
+        for table in (partial, COUNTS, MARKS, PROGRESS):
+            client.command(f"ALTER TABLE {table} ADD COLUMN {seen}")
+        hour = dt.datetime(2024, 5, 1, 13, tzinfo=dt.UTC)
+
+        def logins(uid: int, *counts: int) -> pa.Table:
+            return pa.table(
+                {
+                    "uid": pa.array([uid] * len(counts), pa.int64()),
+                    "hour": pa.array([hour] * len(counts), pa.timestamp("s", "UTC")),
+                    "logins": pa.array(counts, pa.uint64()),
+                }
+            )
+
+        batch = BatchIdentity("fold", "g", 1)
+        ledger = ClickHouseLedger(lambda: client, "fold", "g")
+        assert ledger.begin(1) is True
+        ledger.insert_all([(partial, logins(7, 2, 3)), (COUNTS, _counts_row(1))], batch)
+        ledger.commit(batch, _progress_row(1))
+        client.insert(partial, logins(8, 4, 5), "not-the-ledger")  # any other caller: the default
+        for table in (COUNTS, MARKS, PROGRESS):
+            assert client.rows(f"SELECT DISTINCT seen FROM {table}") == [("false",)], table
+        by_uid = f"SELECT uid, seen, count() FROM {partial} GROUP BY uid, seen ORDER BY uid"
+        assert client.rows(by_uid) == [(7, "false", 2), (8, "true", 1)]  # not folded on insert / folded
+        merged = "SELECT uid, logins FROM user_hourly_merged ORDER BY uid"
+        assert client.rows(merged) == [(7, 5), (8, 9)]
+    finally:
+        if ledger is not None:
+            ledger.close()
         client.command(f"DROP DATABASE IF EXISTS `{database}`")
         client.close()

@@ -229,13 +229,19 @@ class ClickHouse:
         return self.query_arrow(sql, parameters)
 
     # -- idempotent writes -------------------------------------------------------------------------
-    def insert(self, table: str, data: pa.Table, token: str) -> int:
+    def insert(self, table: str, data: pa.Table, token: str, *, folded: bool = False) -> int:
         """Insert ``data`` into ``table`` as one insert keyed by ``token``; returns the rows sent.
 
         A replay with the same token and data changes nothing: the insert is synchronous
         (``async_insert=0``: an async insert ignores tokens) and deduplicated by the table's window.
         One insert per (table, token): the token then names exactly this data whatever the block
         size; ClickHouse splits very large inserts itself, deterministically.
+
+        ``folded``: the caller vouches that ``data`` holds at most one row per sorting key of the
+        table, so ClickHouse's merge on insert (``optimize_on_insert``, which folds a block's rows of
+        one key the way the engine's background merges would) has nothing to fold and is skipped:
+        for a 5,000-row, 82-column partial table it was a third of the insert. Readers are exact either
+        way (they aggregate or read ``FINAL``: parts of separate inserts are never folded on insert).
 
         On a cluster (see the module docstring) inserts into Distributed tables are synchronous, and
         an idempotency record (:data:`IDEMPOTENCY_RECORDS`) is a quorum insert, retried with the
@@ -244,6 +250,8 @@ class ClickHouse:
         if data.num_rows == 0:
             return 0
         settings = {"insert_deduplicate": 1, "insert_deduplication_token": token, "async_insert": 0}
+        if folded:
+            settings["optimize_on_insert"] = 0
         if self.cluster is None:
             self.insert_arrow(table, data, settings=settings)
             return int(data.num_rows)

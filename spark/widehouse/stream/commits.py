@@ -15,7 +15,10 @@ So the sink does not rely on it:
   replay writes them again, which readers' ``FINAL`` folds away.
 
 Inserts still carry their deduplication token and ``async_insert=0``, a second line of defence for a
-crash between an insert and its mark.
+crash between an insert and its mark. They skip ClickHouse's merge on insert
+(:meth:`~widehouse.clickhouse.client.ClickHouse.insert`'s ``folded``): a batch's rows are already one
+per sorting key of their table (partial rows merged per (key, hour) on the driver, counts per
+(hour, topic), progress rows per topic, one mark per table).
 
 On a ClickHouse cluster both reads are sequentially consistent and progress rows and marks are
 quorum inserts (:data:`widehouse.contracts.tables.IDEMPOTENCY_RECORDS`, applied by
@@ -191,7 +194,7 @@ class ClickHouseLedger:
     def _insert(self, client: ClickHouse, table: str, data: pa.Table, identity: BatchIdentity) -> int:
         if table in self._written or data.num_rows == 0:
             return 0
-        sent = client.insert(table, data, identity.token(table))
+        sent = client.insert(table, data, identity.token(table), folded=True)
         if table not in COLLAPSED_ON_REPLAY:  # a table whose replays fold away needs no mark
             self._mark(client, table, identity)
         self._written.add(table)
@@ -212,11 +215,11 @@ class ClickHouseLedger:
             ],
             schema=MARKS_SHAPE.arrow_schema(),
         )
-        client.insert(MARKS, mark, identity.token(f"{MARKS}:{table}"))
+        client.insert(MARKS, mark, identity.token(f"{MARKS}:{table}"), folded=True)
 
     def commit(self, identity: BatchIdentity, progress: pa.Table) -> None:
         """Write the progress rows (the batch's commit in ClickHouse) and remember the batch."""
         if PROGRESS not in self._written:
-            self.client().insert(PROGRESS, progress, identity.token(PROGRESS))
+            self.client().insert(PROGRESS, progress, identity.token(PROGRESS), folded=True)
         self.committed = identity.batch_id
         self._written = set()
