@@ -1,4 +1,6 @@
-"""A batch's two sinks run side by side, and a failure in either ends the batch only once both have ended.
+"""A batch's two sinks run side by side, and a failure in either ends the batch only once both have
+ended; what the sinks need from elsewhere (replay guard, ledger, offset log) is read while the driver
+merges, and its failure comes before any sink writes.
 
 Pure orchestration (``BatchWriter._write_sinks``): each sink's own writes are stood in for here; the
 real ClickHouse and Delta writes, their idempotence and the fault points' recovery are the
@@ -45,7 +47,8 @@ def _run(writer: Any, batch_id: int = 0) -> tuple[bool, list[str]]:
     from widehouse.stream.spark.batch import _Clock
 
     clock = _Clock()
-    written = writer._write_sinks(object(), object(), BatchIdentity("app", "g001", batch_id), clock)
+    written = "clickhouse" in writer.sinks and writer.ledger.begin(batch_id)
+    writer._write_sinks(object(), object(), BatchIdentity("app", "g001", batch_id), clock, written)
     return written, [name for name, _ in clock.laps]
 
 
@@ -166,3 +169,85 @@ def test_one_sink_alone(tmp_path: Path) -> None:
     finally:
         only_delta.close()
         only_clickhouse.close()
+
+
+class _StopError(Exception):
+    """Ends a batch where a test has seen enough."""
+
+
+def _standing_merge(monkeypatch: pytest.MonkeyPatch, settle: Any) -> None:
+    """The batch's read and merge stood in for: ``settle`` is the merge's first step, the rest
+    return placeholders."""
+    from widehouse.stream import merge
+    from widehouse.stream.spark import batch
+
+    monkeypatch.setattr(batch, "unpack", lambda packed, plan: "out")
+    monkeypatch.setattr(merge, "settle", settle)
+    monkeypatch.setattr(merge, "partials", lambda out, plan, name: "rows")
+    monkeypatch.setattr(merge, "side", lambda out, kind, app, group, batch_id: "side")
+    monkeypatch.setattr(merge, "topic_stats", lambda out: {})
+    monkeypatch.setattr(merge, "hour_counts", lambda out, app, group, batch_id: "counts")
+
+
+class _Frame:
+    def toArrow(self) -> None:
+        return None
+
+
+def test_the_guard_ledger_and_offset_log_are_read_while_the_driver_merges(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writer = _writer(tmp_path)
+    merging, reading = threading.Event(), threading.Event()
+    seen: dict[str, bool] = {}
+    ended: list[str] = []
+
+    def settle(out: Any, plan: Any) -> Any:
+        merging.set()
+        seen["the merge saw the reads"] = reading.wait(WAIT)
+        raise _StopError
+
+    def ahead(identity: BatchIdentity) -> Any:
+        reading.set()
+        seen["the reads saw the merge"] = merging.wait(WAIT)
+        seen["on the writer's thread"] = threading.current_thread() is not threading.main_thread()
+        time.sleep(0.2)
+        ended.append("ahead")
+
+    _standing_merge(monkeypatch, settle)
+    writer._ahead = ahead
+    try:
+        with pytest.raises(_StopError):  # the merge's failure is the batch's ...
+            writer._write(_Frame(), 0)
+        assert ended == ["ahead"]  # ... raised once the reads have ended
+    finally:
+        writer.close()
+    # one after the other, each would have waited WAIT seconds and seen False
+    assert seen == {
+        "the merge saw the reads": True,
+        "the reads saw the merge": True,
+        "on the writer's thread": True,
+    }
+
+
+def test_a_refused_replay_ends_the_batch_before_any_sink_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from widehouse.stream.replay_guard import CatalogChangedError
+
+    writer = _writer(tmp_path)
+    written: list[str] = []
+
+    def ahead(identity: BatchIdentity) -> Any:
+        raise CatalogChangedError("batch 0 was first written with another catalog")
+
+    _standing_merge(monkeypatch, lambda out, plan: out)
+    writer._ahead = ahead
+    writer._write_clickhouse = lambda outputs, counts, identity: written.append("clickhouse")
+    writer._write_delta = lambda outputs, identity: written.append("delta")
+    try:
+        with pytest.raises(CatalogChangedError, match="another catalog"):
+            writer._write(_Frame(), 0)
+    finally:
+        writer.close()
+    assert written == []

@@ -11,7 +11,12 @@
 2. Per wide table, partial rows from all input partitions are merged per (key, hour) on the driver
    with the catalog's merge functions (sum, min, max, first/last by event time), in Arrow; a partial
    sum that would overflow the merge is quarantined with reason ``overflow`` first (``merge.settle``).
-3. Sinks, each idempotent per (app, group, batch), the two side by side: ClickHouse ``<table>_partial``,
+3. Meanwhile, on the writer's thread, what the sinks need from elsewhere: the replay guard's check
+   (:mod:`widehouse.stream.spark.replay`, before any sink write), whether ClickHouse still lacks the
+   batch (the ledger's :meth:`~widehouse.stream.commits.ClickHouseLedger.begin`) and the batch's
+   offset log entry (planning time, per-topic metrics): file and ClickHouse round trips that would
+   otherwise wait for the merge, and the merge for them.
+4. Sinks, each idempotent per (app, group, batch), the two side by side: ClickHouse ``<table>_partial``,
    quarantine, late and per-hour counts tables, several at once (skipped when the group already
    committed the batch, :mod:`widehouse.stream.commits`); meanwhile, on a thread, Delta partials,
    quarantine and late tables, appended from the driver with delta-rs (:mod:`widehouse.stream.bronze`,
@@ -31,7 +36,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +57,7 @@ if TYPE_CHECKING:
     from widehouse.clickhouse import ClickHouse
     from widehouse.settings import DeltaSettings
 
+from widehouse.source.metrics import BatchLog
 from widehouse.stream.bronze import BronzeTable, BronzeWriter, bronze_tables, with_date, with_partials_meta
 from widehouse.stream.commits import ClickHouseLedger
 from widehouse.stream.options import Fault
@@ -71,6 +77,16 @@ class BatchOutputs:
     partials: dict[str, Any]
     quarantine: Any
     late: Any
+
+
+@dataclass(frozen=True)
+class Ready:
+    """What a batch's sinks need from elsewhere, read while the driver merges (:meth:`BatchWriter._ahead`)."""
+
+    write_clickhouse: bool
+    """ClickHouse is a sink and does not hold the batch yet (the ledger's ``begin``)."""
+    batch_log: BatchLog
+    """The batch's offset log entry: its planning time and per-topic metrics."""
 
 
 @dataclass
@@ -112,7 +128,8 @@ class BatchWriter:
     fingerprint: str = field(init=False)
     """The part of the catalog the group uses (:func:`widehouse.stream.replay_guard.group_fingerprint`)."""
     _sinks_pool: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
-    """The thread Delta's appends run on beside ClickHouse's inserts (made by the first batch)."""
+    """The writer's thread (made by the first batch): a batch's :meth:`_ahead` while the driver merges,
+    then Delta's appends beside ClickHouse's inserts."""
 
     def __post_init__(self) -> None:
         self.plan = TransformPlan.for_topics(self.catalog, list(self.topics))
@@ -148,9 +165,6 @@ class BatchWriter:
             self.idle.set()
 
     def _write(self, df: DataFrame, batch_id: int) -> None:
-        from widehouse.source.spark import read_batch_log
-        from widehouse.stream.spark.replay import guard_batch
-
         started = time.time()
         clock = _Clock()
         identity = BatchIdentity(self.app, self.group, batch_id)
@@ -160,24 +174,29 @@ class BatchWriter:
         # identical on replay.
         out = unpack(df.toArrow(), self.plan)
         clock.lap("read+transform")
-        # partial sums that would overflow their merge go to quarantine (reason overflow), not wrapped
-        out = merge.settle(out, self.plan)
-        outputs = BatchOutputs(
-            partials={name: merge.partials(out, self.plan, name) for name in self.plan.tables},
-            quarantine=merge.side(out, KIND_QUARANTINE, self.app, self.group, batch_id),
-            late=merge.side(out, KIND_LATE, self.app, self.group, batch_id),
-        )
-        stats = merge.topic_stats(out)
-        counts = merge.hour_counts(out, self.app, self.group, batch_id)
-        clock.lap("merge")
-        guard_batch(self.spark, self.checkpoint, self.fingerprint, identity)  # a replay: the same catalog
+        ahead = self._pool().submit(self._ahead, identity)
+        try:
+            # partial sums that would overflow their merge go to quarantine (reason overflow), not wrapped
+            out = merge.settle(out, self.plan)
+            outputs = BatchOutputs(
+                partials={name: merge.partials(out, self.plan, name) for name in self.plan.tables},
+                quarantine=merge.side(out, KIND_QUARANTINE, self.app, self.group, batch_id),
+                late=merge.side(out, KIND_LATE, self.app, self.group, batch_id),
+            )
+            stats = merge.topic_stats(out)
+            counts = merge.hour_counts(out, self.app, self.group, batch_id)
+            clock.lap("merge")
+        except BaseException:
+            wait([ahead])  # the merge's failure is the batch's, once nothing of the batch still runs
+            raise
+        ready = ahead.result()  # the guard's refusal is the batch's (no sink has written yet)
+        clock.lap("ahead")
         self._raise_at("before-sinks", batch_id)
-        write_clickhouse = self._write_sinks(outputs, counts, identity, clock)
-        batch_log = read_batch_log(self.spark, self.checkpoint, batch_id)
+        self._write_sinks(outputs, counts, identity, clock, ready.write_clickhouse)
         # Spark records the planning time in every offset log; the batch start only stands in for an odd one
-        planned_ms = batch_log.planned_ms or int(started * 1000)
-        progress = progress_rows(identity, stats, batch_log.metrics, planned_ms, started)
-        self._write_progress(progress, identity, write_clickhouse)
+        planned_ms = ready.batch_log.planned_ms or int(started * 1000)
+        progress = progress_rows(identity, stats, ready.batch_log.metrics, planned_ms, started)
+        self._write_progress(progress, identity, ready.write_clickhouse)
         clock.lap("progress")
         if self.after_commit is not None:
             self.after_commit(outputs.quarantine, progress, batch_id)
@@ -201,6 +220,23 @@ class BatchWriter:
             clock,
         )
 
+    def _ahead(self, identity: BatchIdentity) -> Ready:
+        """What the batch's sinks need from elsewhere (on the writer's thread, while the driver merges):
+        the replay guard's check (a replay under another catalog is refused before any sink writes;
+        a new batch's catalog is recorded), whether ClickHouse still lacks the batch, and the batch's
+        offset log entry."""
+        from widehouse.source.spark import read_batch_log
+        from widehouse.stream.spark.replay import guard_batch
+
+        guard_batch(self.spark, self.checkpoint, self.fingerprint, identity)
+        write_clickhouse = "clickhouse" in self.sinks and self.ledger.begin(identity.batch_id)
+        return Ready(write_clickhouse, read_batch_log(self.spark, self.checkpoint, identity.batch_id))
+
+    def _pool(self) -> ThreadPoolExecutor:
+        if self._sinks_pool is None:
+            self._sinks_pool = ThreadPoolExecutor(1, thread_name_prefix=f"sinks-{self.group}")
+        return self._sinks_pool
+
     def _record(self, batch_id: int, rows_in: int, laps: list[tuple[str, float]]) -> None:
         """Count the batch and keep its timings (the oldest kept one goes past :data:`TIMINGS_KEPT`)."""
         self.batches += 1
@@ -208,11 +244,16 @@ class BatchWriter:
 
     # -- sinks -------------------------------------------------------------------------------
     def _write_sinks(
-        self, outputs: BatchOutputs, counts: pa.Table, identity: BatchIdentity, clock: _Clock
-    ) -> bool:
-        """Both sinks of the batch side by side: Delta's appends on a thread of their own while the
-        ClickHouse inserts run on this one; returns whether ClickHouse was written (False: it already
-        held the batch). Each sink is idempotent per (app, group, batch) on its own (the ClickHouse
+        self,
+        outputs: BatchOutputs,
+        counts: pa.Table,
+        identity: BatchIdentity,
+        clock: _Clock,
+        write_clickhouse: bool,
+    ) -> None:
+        """Both sinks of the batch side by side: Delta's appends on the writer's thread while the
+        ClickHouse inserts run on this one (``write_clickhouse``: ClickHouse is a sink and lacks the
+        batch). Each sink is idempotent per (app, group, batch) on its own (the ClickHouse
         ledger's marks, Delta's transaction ids), so their order does not matter to a replay; the
         progress rows, the batch's commit in each sink, follow once both have ended. A failure is
         raised once both have ended (ClickHouse's before Delta's), so no append outlives its batch.
@@ -221,11 +262,8 @@ class BatchWriter:
         batch_id = identity.batch_id
         delta: Future[None] | None = None
         if "delta" in self.sinks:
-            if self._sinks_pool is None:
-                self._sinks_pool = ThreadPoolExecutor(1, thread_name_prefix=f"sinks-{self.group}")
-            delta = self._sinks_pool.submit(self._write_delta, outputs, identity)
+            delta = self._pool().submit(self._write_delta, outputs, identity)
         try:
-            write_clickhouse = "clickhouse" in self.sinks and self.ledger.begin(batch_id)
             if write_clickhouse:
                 self._write_clickhouse(outputs, counts, identity)
                 clock.lap("clickhouse")
@@ -240,7 +278,6 @@ class BatchWriter:
             delta.result()
             clock.lap("delta")
         self._raise_at("after-delta", batch_id)
-        return write_clickhouse
 
     def _write_clickhouse(self, outputs: BatchOutputs, counts: pa.Table, identity: BatchIdentity) -> None:
         """Each table's rows and the batch's counts, several tables at once, unless this group already
