@@ -1,6 +1,7 @@
 """Helpers of tests in several suites: the checkout's catalog copied for a test that edits it,
 a Python subprocess that answers in JSON, the ``widehouse`` command run as a user would, an
-environment without the session's settings, and a stream group's batch writer with no Spark."""
+environment without the session's settings, a stream group's batch writer with no Spark, and the
+replay guard's files in memory."""
 
 from __future__ import annotations
 
@@ -85,3 +86,20 @@ def batch_writer(state_dir: Path, sinks: tuple[str, ...] = ("clickhouse", "delta
         bronze=BronzeWriter(),
         **fields,
     )
+
+
+class MemoryFiles:
+    """The replay guard's file operations (:class:`widehouse.stream.replay_guard.RecordFiles`) on a
+    dict (path -> text)."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, str] = {}
+
+    def read(self, path: str) -> str | None:
+        return self.files.get(path)
+
+    def write(self, path: str, text: str) -> None:
+        self.files[path] = text
+
+    def delete(self, path: str) -> None:
+        self.files.pop(path, None)

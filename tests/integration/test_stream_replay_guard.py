@@ -61,3 +61,24 @@ def test_a_catalog_change_before_a_replay_is_refused_then_the_restored_catalog_c
     assert done.returncode == 0, done.stdout[-5000:]
     assert len(deployment.committed_batches("g001")) >= 3
     deployment.assert_sinks_match(spark, expected(manifest))
+
+
+def test_a_record_made_and_dropped_through_the_sessions_file_system(spark: Any, tmp_path: Path) -> None:
+    """What a batch that fails before its sinks does (``BatchWriter._forget_record``), on the real
+    Hadoop file system the records live on: the file the guard wrote is gone, and the replay may
+    use another catalog."""
+    from widehouse.stream.progress import BatchIdentity
+    from widehouse.stream.replay_guard import CatalogChangedError
+    from widehouse.stream.spark.replay import drop_batch_record, guard_batch
+
+    checkpoint = str(tmp_path / "checkpoint" / "g001")
+    batch = BatchIdentity("app", "g001", 6)
+    record = tmp_path / "checkpoint" / "g001" / "widehouse" / "catalog" / "6.json"
+    assert guard_batch(spark, checkpoint, "aaaa1111", batch) is True
+    assert '"fingerprint": "aaaa1111"' in record.read_text()
+    assert guard_batch(spark, checkpoint, "aaaa1111", batch) is False  # a replay, same catalog
+    drop_batch_record(spark, checkpoint, batch)
+    assert not record.exists()
+    assert guard_batch(spark, checkpoint, "bbbb2222", batch) is True
+    with pytest.raises(CatalogChangedError):
+        guard_batch(spark, checkpoint, "aaaa1111", batch)

@@ -10,7 +10,9 @@ So before its sinks, every batch records a fingerprint of the part of the catalo
 payload limit) in ``<group checkpoint>/widehouse/catalog/<batch>.json``, beside Spark's offset log.
 A batch that finds a record of itself (a replay) with another fingerprint is refused with
 :class:`CatalogChangedError`. Catalog changes between batches are not affected: a batch's record is
-only compared with its own replay.
+only compared with its own replay. A batch that fails before any sink write (its merge, a read the
+sinks wait for) drops the record it made (:func:`drop_record`): nothing was written with that catalog.
+A kill leaves it, which only refuses a replay under another catalog that would have been safe.
 
 Pure apart from the small :class:`RecordFiles` protocol (the Spark side reads and writes the files
 through the cluster's file system, see :mod:`widehouse.stream.spark.replay`).
@@ -108,10 +110,11 @@ def check_replay(previous: BatchRecord | None, current: BatchRecord) -> None:
     )
 
 
-def guard_replay(files: RecordFiles, checkpoint: str, current: BatchRecord) -> None:
+def guard_replay(files: RecordFiles, checkpoint: str, current: BatchRecord) -> bool:
     """Check a batch against its record (if it is a replay), record it otherwise; prune old records.
 
-    Call it before the batch's first sink write.
+    Call it before the batch's first sink write. Returns True when it recorded the batch (no record
+    of it existed), False for a replay under the same catalog.
     """
     path = record_path(checkpoint, current.batch_id)
     text = files.read(path)
@@ -121,3 +124,13 @@ def guard_replay(files: RecordFiles, checkpoint: str, current: BatchRecord) -> N
         files.write(path, current.to_json())
     if current.batch_id >= KEEP_BATCHES:
         files.delete(record_path(checkpoint, current.batch_id - KEEP_BATCHES))
+    return previous is None
+
+
+def drop_record(files: RecordFiles, checkpoint: str, batch_id: int) -> None:
+    """Delete the record :func:`guard_replay` has just made for ``batch_id``, when the batch failed
+    before any sink write: nothing was written with its catalog, so its replay may use another.
+
+    Only for a record this run made (``guard_replay`` returned True): an older one stands for
+    sink writes of an earlier run."""
+    files.delete(record_path(checkpoint, batch_id))

@@ -208,11 +208,15 @@ def test_the_guard_ledger_and_offset_log_are_read_while_the_driver_merges(
         raise _StopError
 
     def ahead(identity: BatchIdentity) -> Any:
+        from widehouse.source.metrics import BatchLog
+        from widehouse.stream.spark.batch import Ready
+
         reading.set()
         seen["the reads saw the merge"] = merging.wait(WAIT)
         seen["on the writer's thread"] = threading.current_thread() is not threading.main_thread()
         time.sleep(0.2)
         ended.append("ahead")
+        return Ready(True, BatchLog([], None))
 
     _standing_merge(monkeypatch, settle)
     writer._ahead = ahead
@@ -251,3 +255,108 @@ def test_a_refused_replay_ends_the_batch_before_any_sink_writes(
     finally:
         writer.close()
     assert written == []
+
+
+def _guard_files(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The replay guard's records in memory (its own logic runs; Hadoop's file system is stood in
+    for), and an offset log entry with nothing in it."""
+    from tests.support import MemoryFiles
+    from widehouse.source import spark as source_spark
+    from widehouse.source.metrics import BatchLog
+    from widehouse.stream.spark import replay
+
+    files = MemoryFiles()
+
+    class _Files:
+        @staticmethod
+        def of(spark: Any) -> MemoryFiles:
+            return files
+
+    monkeypatch.setattr(replay, "HadoopFiles", _Files)
+    monkeypatch.setattr(source_spark, "read_batch_log", lambda spark, checkpoint, batch: BatchLog([], None))
+    return files
+
+
+def _failing_merge(out: Any, plan: Any) -> Any:
+    raise MemoryError("the merge ran out of memory")
+
+
+def test_a_batch_whose_merge_fails_leaves_no_record_so_another_catalog_may_replay_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from widehouse.stream.replay_guard import BatchRecord, guard_replay
+
+    files = _guard_files(monkeypatch)
+    _standing_merge(monkeypatch, _failing_merge)
+    writer = _writer(tmp_path)
+    try:
+        with pytest.raises(MemoryError):
+            writer._write(_Frame(), 4)
+    finally:
+        writer.close()
+    assert files.files == {}  # the guard recorded batch 4, then dropped the record: no sink wrote
+    # the replay, under a changed catalog, is not refused
+    assert guard_replay(files, writer.checkpoint, BatchRecord("app", "g001", 4, "a changed catalog"))
+
+
+def test_a_replays_record_stays_when_its_merge_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A record the run found (an earlier run's, which may have written sinks) is never dropped."""
+    from widehouse.stream.replay_guard import BatchRecord, CatalogChangedError, guard_replay, record_path
+
+    files = _guard_files(monkeypatch)
+    _standing_merge(monkeypatch, _failing_merge)
+    writer = _writer(tmp_path)
+    earlier = BatchRecord("app", "g001", 4, writer.fingerprint)
+    guard_replay(files, writer.checkpoint, earlier)
+    try:
+        with pytest.raises(MemoryError):
+            writer._write(_Frame(), 4)
+    finally:
+        writer.close()
+    assert files.files == {record_path(writer.checkpoint, 4): earlier.to_json()}
+    with pytest.raises(CatalogChangedError):
+        guard_replay(files, writer.checkpoint, BatchRecord("app", "g001", 4, "a changed catalog"))
+
+
+def test_a_ledger_failure_after_the_guard_recorded_drops_the_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = _guard_files(monkeypatch)
+    _standing_merge(monkeypatch, lambda out, plan: out)
+    writer = _writer(tmp_path)
+    written: list[str] = []
+
+    class _Unreachable(_Ledger):
+        def begin(self, batch_id: int) -> bool:
+            raise ConnectionError("ClickHouse is not reachable")
+
+    writer.ledger = _Unreachable()
+    writer._write_clickhouse = lambda outputs, counts, identity: written.append("clickhouse")
+    writer._write_delta = lambda outputs, identity: written.append("delta")
+    try:
+        with pytest.raises(ConnectionError, match="not reachable"):
+            writer._write(_Frame(), 4)
+    finally:
+        writer.close()
+    assert written == []
+    assert files.files == {}
+
+
+def test_a_record_that_cannot_be_dropped_is_logged_and_the_batchs_own_error_raised(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    files = _guard_files(monkeypatch)
+
+    def refuse(path: str) -> None:
+        raise OSError("read-only file system")
+
+    files.delete = refuse
+    _standing_merge(monkeypatch, _failing_merge)
+    writer = _writer(tmp_path)
+    try:
+        with caplog.at_level("WARNING", logger="widehouse.stream"), pytest.raises(MemoryError):
+            writer._write(_Frame(), 4)
+    finally:
+        writer.close()
+    assert "batch 4: the replay guard's record was not dropped: read-only file system" in caplog.text
+    assert len(files.files) == 1  # the record stays: such a replay is refused, as after a kill

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.support import copy_catalog
+from tests.support import MemoryFiles, copy_catalog
 from widehouse.catalog import Catalog, load_catalog
 from widehouse.errors import CatalogError
 from widehouse.stream.replay_guard import (
@@ -18,28 +18,13 @@ from widehouse.stream.replay_guard import (
     BatchRecord,
     CatalogChangedError,
     check_replay,
+    drop_record,
     group_fingerprint,
     guard_replay,
     record_path,
 )
 
 ROOT = Path(__file__).parents[3]
-
-
-class MemoryFiles:
-    """The guard's file operations on a dict (path -> text)."""
-
-    def __init__(self) -> None:
-        self.files: dict[str, str] = {}
-
-    def read(self, path: str) -> str | None:
-        return self.files.get(path)
-
-    def write(self, path: str, text: str) -> None:
-        self.files[path] = text
-
-    def delete(self, path: str) -> None:
-        self.files.pop(path, None)
 
 
 @pytest.fixture
@@ -128,6 +113,18 @@ def test_a_replay_under_another_catalog_is_refused_naming_everything() -> None:
         assert part in message, part
     # the record still holds the catalog the batch was first written with: restoring it passes
     guard_replay(files, "/cp", BatchRecord("app1", "g003", 4, "1111aaaa"))
+
+
+def test_the_guard_says_whether_it_recorded_and_a_dropped_record_lets_another_catalog_replay() -> None:
+    files = MemoryFiles()
+    assert guard_replay(files, "/cp", BatchRecord("a", "g", 3, "old")) is True  # new: recorded
+    assert guard_replay(files, "/cp", BatchRecord("a", "g", 3, "old")) is False  # its replay
+    drop_record(files, "/cp", 3)
+    assert files.files == {}
+    # nothing was written with "old" (the batch failed before its sinks): another catalog may replay it
+    assert guard_replay(files, "/cp", BatchRecord("a", "g", 3, "new")) is True
+    with pytest.raises(CatalogChangedError):
+        guard_replay(files, "/cp", BatchRecord("a", "g", 3, "old"))
 
 
 def test_the_next_batch_may_use_a_changed_catalog() -> None:

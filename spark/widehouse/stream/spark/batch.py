@@ -12,7 +12,8 @@
    with the catalog's merge functions (sum, min, max, first/last by event time), in Arrow; a partial
    sum that would overflow the merge is quarantined with reason ``overflow`` first (``merge.settle``).
 3. Meanwhile, on the writer's thread, what the sinks need from elsewhere: the replay guard's check
-   (:mod:`widehouse.stream.spark.replay`, before any sink write), whether ClickHouse still lacks the
+   (:mod:`widehouse.stream.spark.replay`, before any sink write; a batch that fails before its sinks
+   drops the record the guard made of it), whether ClickHouse still lacks the
    batch (the ledger's :meth:`~widehouse.stream.commits.ClickHouseLedger.begin`) and the batch's
    offset log entry (planning time, per-topic metrics): file and ClickHouse round trips that would
    otherwise wait for the merge, and the merge for them.
@@ -87,6 +88,9 @@ class Ready:
     """ClickHouse is a sink and does not hold the batch yet (the ledger's ``begin``)."""
     batch_log: BatchLog
     """The batch's offset log entry: its planning time and per-topic metrics."""
+    recorded: bool = False
+    """The replay guard recorded the batch's catalog in this run (no record of it existed): dropped
+    again if the batch fails before its sinks (:meth:`BatchWriter._forget_record`)."""
 
 
 @dataclass
@@ -188,6 +192,8 @@ class BatchWriter:
             clock.lap("merge")
         except BaseException:
             wait([ahead])  # the merge's failure is the batch's, once nothing of the batch still runs
+            if not ahead.cancelled() and ahead.exception() is None:
+                self._forget_record(ahead.result().recorded, identity)
             raise
         ready = ahead.result()  # the guard's refusal is the batch's (no sink has written yet)
         clock.lap("ahead")
@@ -228,9 +234,33 @@ class BatchWriter:
         from widehouse.source.spark import read_batch_log
         from widehouse.stream.spark.replay import guard_batch
 
-        guard_batch(self.spark, self.checkpoint, self.fingerprint, identity)
-        write_clickhouse = "clickhouse" in self.sinks and self.ledger.begin(identity.batch_id)
-        return Ready(write_clickhouse, read_batch_log(self.spark, self.checkpoint, identity.batch_id))
+        recorded = guard_batch(self.spark, self.checkpoint, self.fingerprint, identity)
+        try:
+            write_clickhouse = "clickhouse" in self.sinks and self.ledger.begin(identity.batch_id)
+            batch_log = read_batch_log(self.spark, self.checkpoint, identity.batch_id)
+        except BaseException:
+            self._forget_record(recorded, identity)
+            raise
+        return Ready(write_clickhouse, batch_log, recorded)
+
+    def _forget_record(self, recorded: bool, identity: BatchIdentity) -> None:
+        """The batch failed before any sink wrote: drop the guard's record of its catalog if this run
+        made it, so a replay under a changed catalog is not refused for writes that never happened.
+        A failure to drop it is logged (the batch's own error is the one raised): the record then
+        stays, which only refuses such a replay, as a kill before the sinks does."""
+        if not recorded:
+            return
+        from widehouse.stream.spark.replay import drop_batch_record
+
+        try:
+            drop_batch_record(self.spark, self.checkpoint, identity)
+        except Exception as exc:  # the batch's own error is the one raised; this one is logged
+            log.warning(
+                "group %s batch %d: the replay guard's record was not dropped: %s",
+                self.group,
+                identity.batch_id,
+                exc,
+            )
 
     def _pool(self) -> ThreadPoolExecutor:
         if self._sinks_pool is None:

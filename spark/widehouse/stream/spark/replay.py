@@ -11,11 +11,17 @@ from typing import Any
 
 from widehouse.spark.hadoop_files import HadoopFiles
 from widehouse.stream.progress import BatchIdentity
-from widehouse.stream.replay_guard import BatchRecord, guard_replay
+from widehouse.stream.replay_guard import BatchRecord, drop_record, guard_replay
 
 
-def guard_batch(spark: Any, checkpoint: str, fingerprint: str, batch: BatchIdentity) -> None:
+def guard_batch(spark: Any, checkpoint: str, fingerprint: str, batch: BatchIdentity) -> bool:
     """Refuse a replay of ``batch`` under a changed catalog (``fingerprint``: the group's, from
-    :func:`widehouse.stream.replay_guard.group_fingerprint`); record the catalog of a new batch."""
+    :func:`widehouse.stream.replay_guard.group_fingerprint`); record the catalog of a new batch
+    (then True)."""
     record = BatchRecord(batch.app, batch.group, batch.batch_id, fingerprint)
-    guard_replay(HadoopFiles.of(spark), checkpoint, record)
+    return guard_replay(HadoopFiles.of(spark), checkpoint, record)
+
+
+def drop_batch_record(spark: Any, checkpoint: str, batch: BatchIdentity) -> None:
+    """Delete the record :func:`guard_batch` made for ``batch`` (it failed before any sink write)."""
+    drop_record(HadoopFiles.of(spark), checkpoint, batch.batch_id)
