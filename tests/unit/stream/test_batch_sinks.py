@@ -194,6 +194,14 @@ class _Frame:
         return None
 
 
+def _recording_sinks(writer: Any) -> list[str]:
+    """Both sinks stood in for: each appends its name to the list returned when it is called."""
+    written: list[str] = []
+    writer._write_clickhouse = lambda outputs, counts, identity: written.append("clickhouse")
+    writer._write_delta = lambda outputs, identity: written.append("delta")
+    return written
+
+
 def test_the_guard_ledger_and_offset_log_are_read_while_the_driver_merges(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -216,7 +224,7 @@ def test_the_guard_ledger_and_offset_log_are_read_while_the_driver_merges(
         seen["on the writer's thread"] = threading.current_thread() is not threading.main_thread()
         time.sleep(0.2)
         ended.append("ahead")
-        return Ready(True, BatchLog([], None))
+        return Ready(True, BatchLog([], None), recorded=False)
 
     _standing_merge(monkeypatch, settle)
     writer._ahead = ahead
@@ -240,15 +248,13 @@ def test_a_refused_replay_ends_the_batch_before_any_sink_writes(
     from widehouse.stream.replay_guard import CatalogChangedError
 
     writer = _writer(tmp_path)
-    written: list[str] = []
+    written = _recording_sinks(writer)
 
     def ahead(identity: BatchIdentity) -> Any:
         raise CatalogChangedError("batch 0 was first written with another catalog")
 
     _standing_merge(monkeypatch, lambda out, plan: out)
     writer._ahead = ahead
-    writer._write_clickhouse = lambda outputs, counts, identity: written.append("clickhouse")
-    writer._write_delta = lambda outputs, identity: written.append("delta")
     try:
         with pytest.raises(CatalogChangedError, match="another catalog"):
             writer._write(_Frame(), 0)
@@ -324,15 +330,13 @@ def test_a_ledger_failure_after_the_guard_recorded_drops_the_record(
     files = _guard_files(monkeypatch)
     _standing_merge(monkeypatch, lambda out, plan: out)
     writer = _writer(tmp_path)
-    written: list[str] = []
+    written = _recording_sinks(writer)
 
     class _Unreachable(_Ledger):
         def begin(self, batch_id: int) -> bool:
             raise ConnectionError("ClickHouse is not reachable")
 
     writer.ledger = _Unreachable()
-    writer._write_clickhouse = lambda outputs, counts, identity: written.append("clickhouse")
-    writer._write_delta = lambda outputs, identity: written.append("delta")
     try:
         with pytest.raises(ConnectionError, match="not reachable"):
             writer._write(_Frame(), 4)

@@ -88,7 +88,7 @@ class Ready:
     """ClickHouse is a sink and does not hold the batch yet (the ledger's ``begin``)."""
     batch_log: BatchLog
     """The batch's offset log entry: its planning time and per-topic metrics."""
-    recorded: bool = False
+    recorded: bool
     """The replay guard recorded the batch's catalog in this run (no record of it existed): dropped
     again if the batch fails before its sinks (:meth:`BatchWriter._forget_record`)."""
 
