@@ -35,6 +35,7 @@ EXECUTOR_REQUIREMENTS: tuple[str, ...] = (
     "numpy",
     "pulsar-client",
     "orjson",
+    "msgspec",
     "happybase",
     "thriftpy2",
     "PyYAML",
@@ -42,7 +43,7 @@ EXECUTOR_REQUIREMENTS: tuple[str, ...] = (
 )
 """What code that runs on executors imports: the Pulsar source's readers (pulsar-client, pyarrow,
 orjson; requests for the clients' credentials probe against the admin API), the stream transform in
-``mapInArrow`` (pyarrow), the HBase partition tasks (happybase over thriftpy2; numpy packs the day
+``mapInArrow`` (pyarrow; orjson and msgspec parse the payloads), the HBase partition tasks (happybase over thriftpy2; numpy packs the day
 rows' cells), and the catalog's modules its pickled objects bring along (PyYAML). pyspark itself
 comes from the worker's Spark (``python/lib/pyspark.zip``). tests/cluster runs every executor path
 (the daily merge's HBase tasks included) against the archive."""
