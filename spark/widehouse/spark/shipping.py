@@ -43,10 +43,11 @@ EXECUTOR_REQUIREMENTS: tuple[str, ...] = (
 )
 """What code that runs on executors imports: the Pulsar source's readers (pulsar-client, pyarrow,
 orjson; requests for the clients' credentials probe against the admin API), the stream transform in
-``mapInArrow`` (pyarrow; orjson and msgspec parse the payloads), the HBase partition tasks (happybase over thriftpy2; numpy packs the day
-rows' cells), and the catalog's modules its pickled objects bring along (PyYAML). pyspark itself
-comes from the worker's Spark (``python/lib/pyspark.zip``). tests/cluster runs every executor path
-(the daily merge's HBase tasks included) against the archive."""
+``mapInArrow`` (pyarrow; orjson and msgspec parse the payloads), the HBase partition tasks (happybase
+over thriftpy2; numpy packs the day rows' cells), and the catalog's modules its pickled objects bring
+along (PyYAML). pyspark itself comes from the worker's Spark (``python/lib/pyspark.zip``).
+tests/cluster runs every executor path (the daily merge's HBase tasks included) against the
+archive."""
 
 ENV_NAME = "env"
 """The directory an executor unpacks the archive into (``spark.archives <archive>#env``)."""

@@ -214,8 +214,9 @@ def handler_template(
     checks: list[str] = []  # values, filters and overflow checks: nothing changes before they pass
     applies: list[str] = []
     filters = _Filters(env, local, inner)
+    keyed: dict[int, int] = {}  # period ms -> the first table keyed by it
     for t, (table, period_ms) in enumerate(tables):
-        lines_of_table = _table_lines(t, table, period_ms, topic, env, local, filters)
+        lines_of_table = _table_lines(t, table, period_ms, topic, env, local, filters, keyed)
         if lines_of_table is None:
             return None
         checks += lines_of_table[0]
@@ -379,6 +380,7 @@ def _unread_objects_unbuilt(lines: list[str], tail: list[str]) -> list[str]:
     return kept[::-1]
 
 
+_NONES = re.compile(r"\s+(?:f\d+(?:_\d+)* = )+None$")
 _READ = re.compile(r"(\s+)(f\d+(?:_\d+)*) = (?:d|f\d+(?:_\d+)*)\.f\d+$")
 
 
@@ -392,6 +394,8 @@ def _unread_fields_unread(lines: list[str], tail: list[str]) -> list[str]:
             plain = _READ.match(line)
             if plain is not None and plain.group(2) not in read:
                 continue
+            if _NONES.match(line) and not read & set(_LOCAL.findall(line)):
+                continue  # the nulls of an object's fields nothing reads
             read |= set(_LOCAL.findall(line.split(" = ", 1)[1] if plain is not None else line))
             kept.append(line)
         kept.reverse()
@@ -480,9 +484,11 @@ def _table_lines(  # noqa: PLR0917 - the generator's shared state, named at the 
     env: dict[str, Any],
     local: dict[str, str],
     filters: _Filters,
+    keyed: dict[int, int],
 ) -> tuple[list[str], list[str]] | None:
     """(checks, applies) folding the event into table number ``t`` (its state rows ``R<t>`` and
-    empty row ``E<t>`` are bound later); None if it cannot be compiled."""
+    empty row ``E<t>`` are bound later); None if it cannot be compiled. ``keyed`` holds the tables
+    before it by period: a table of the same period reuses their key."""
     key, et = local[topic.key], local[topic.event_time]
     index = {c.name: n for n, c in enumerate(table.columns)}
     mappings = topic.mappings_for(table.name)
@@ -493,24 +499,36 @@ def _table_lines(  # noqa: PLR0917 - the generator's shared state, named at the 
     if len(kept) != len(set(kept)):
         return None  # the reference compares with the pending state of the same column
     s = f"s{t}"
-    checks = [f"    k{t} = ({key}, {et} - {et} % {int(period_ms)})", f"    {s} = R{t}.get(k{t})"]
+    same = keyed.get(int(period_ms))  # an earlier table's key of the same period: the same tuple
+    key_line = (
+        f"    k{t} = k{same}" if same is not None else f"    k{t} = ({key}, {et} - {et} % {int(period_ms)})"
+    )
+    keyed.setdefault(int(period_ms), t)
+    checks = [key_line, f"    {s} = R{t}.get(k{t})"]
     applies = [f"    if {s} is None:", f"        {s} = R{t}[k{t}] = list(E{t})"]
     for r, m in enumerate(mappings):
         col = index[m.column]
         p, v = f"p{t}_{r}", f"v{t}_{r}"
-        checks.append(f"    {p} = {filters.true(m.filter.expr) if m.filter is not None else True}")
-        if m.agg == "count":
-            applies += [f"    if {p}:", f"        {s}[{col}] += 1"]  # an int the handler keeps: cannot fail
+        if m.filter is not None:
+            checks.append(f"    {p} = {filters.true(m.filter.expr)}")
+        if m.agg == "count":  # an int the handler keeps: cannot fail
+            applies += (
+                [f"    if {p}:", f"        {s}[{col}] += 1"]
+                if m.filter is not None
+                else [f"    {s}[{col}] += 1"]
+            )
             continue
         assert m.field is not None
         getter = filters.ref(m.field)  # a path into an object field: as the reference reads it
-        checks.append(f"    {v} = {getter} if {p} else None")
+        checks.append(
+            f"    {v} = {getter} if {p} else None" if m.filter is not None else f"    {v} = {getter}"
+        )
         if m.agg == "sum":
             checks += [
                 f"    if {v} is not None:",
                 f"        c = {s}[{col}] if {s} is not None else None",
                 f"        {v} = {v} if c is None else c + {v}",
-                f"        if not in_range({v}):",
+                f"        if not ({_in_range(topic, m.field, v)}):",
                 "            return None",
             ]
             applies += [f"    if {v} is not None:", f"        {s}[{col}] = {v}"]
@@ -519,6 +537,19 @@ def _table_lines(  # noqa: PLR0917 - the generator's shared state, named at the 
             checks += keep_checks
             applies += keep_applies
     return checks, applies
+
+
+def _in_range(topic: Topic, path: Path, total: str) -> str:
+    """An expression true when the sum ``total`` fits its column, as
+    :func:`~widehouse.catalog.semantics.fold.sum_in_range` decides, inline where the field's kind
+    tells the total's type (the handler took the value only if it was exactly of that kind)."""
+    kind = topic.field(tuple(path)).type.kind
+    if kind in INTEGER_RANGES:  # int + int: an int (a float, never here, is refused: the reference decides)
+        low, high = INTEGER_RANGES["long"]
+        return f"{low} <= {total} <= {high}"
+    if kind == "double":  # float + a number: a float
+        return f"isfinite({total})"
+    return f"in_range({total})"
 
 
 def _keep_lines(agg: str, s: str, col: int, v: str, et: str) -> tuple[list[str], list[str]]:

@@ -184,6 +184,7 @@ def test_only_struct_fields_something_reads_are_read() -> None:
         "        f4_0 = f4.f0",
         "        f4_1 = f4.f1",
         "    f5 = d.f5",
+        "    f5_0 = None",
         "    if f5 is not None:",
         "        f5_0 = f5.f0",
         "        if f5_0 is not None:",

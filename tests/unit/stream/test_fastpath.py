@@ -329,3 +329,58 @@ def test_an_objects_dict_is_kept_when_the_rules_or_an_enclosing_kept_dict_read_i
     assert unbuilt(lines, ["    p0 = (f4 is not None)"]) == lines[:3]  # f4 read whole: f4_1 inside it
     assert unbuilt(lines, ["    v0 = get_path(f4_1, L0)", "    return f1"]) == lines[:2]
     assert unbuilt(lines, ["    v0 = f4_1_0", "    return f5_0"]) == lines[:1]
+
+
+def test_tables_of_one_period_share_the_key_and_tables_of_another_get_their_own() -> None:
+    """A handler folding into an hourly and a daily table (as compiled on its own, each table at
+    its grain) keys each by its own period; the transform's partials, all hourly, share one key."""
+    topic = CATALOG.topic("persistent://bigolive/live/gift_send")
+    event_ms = NOW - NOW % 86_400_000 + 5 * HOUR_MS + 120_000  # 05:02 of the day
+    event = json.dumps({"uid": 1, "ts": event_ms, "gift": {"diamonds": 3}}).encode()
+    hourly, daily = (WideRows(CATALOG.table(name)) for name in topic.tables)
+    assert (hourly.period_ms, daily.period_ms) == (HOUR_MS, 86_400_000)
+    handler = fastpath.compile_handler(topic, [hourly, daily], CATALOG.rules, CATALOG.max_payload_bytes)
+    assert handler is not None and handler.__doc__ is not None
+    assert handler(event, event_ms + 1_000) == event_ms
+    assert list(hourly.rows) == [(1, event_ms - 120_000)]
+    assert list(daily.rows) == [(1, event_ms - 5 * HOUR_MS - 120_000)]
+    assert "k1 = k0" not in handler.__doc__
+    hours = [WideRows(CATALOG.table(name)) for name in topic.tables]
+    for rows_of_table in hours:
+        rows_of_table.period_ms = HOUR_MS
+    shared = fastpath.compile_handler(topic, hours, CATALOG.rules, CATALOG.max_payload_bytes)
+    assert shared is not None and shared.__doc__ is not None and "k1 = k0" in shared.__doc__
+    assert shared(event, event_ms + 1_000) == event_ms
+    assert list(hours[0].rows) == list(hours[1].rows) == [(1, event_ms - 120_000)]
+
+
+def test_a_double_sum_leaving_the_finite_range_overflows_as_on_the_reference_path() -> None:
+    purchase = "persistent://bigolive/commerce/purchase"
+    events = [
+        {"uid": 9, "ts": NOW - 60_000 + i, "amount_usd": 1.7e308, "status": "success"} for i in range(3)
+    ]
+    events += [{"uid": 9, "ts": NOW - 50_000, "amount_usd": -1.7e308, "status": "success"}]
+    batch = [source_batch([(purchase, json.dumps(e).encode(), NOW) for e in events])]
+    fast = rows(FAST, batch)
+    assert fast == rows(REFERENCE, batch)
+    assert sum('"overflow"' in r for r in fast) >= 1
+
+
+def test_a_sum_at_the_edge_of_int64_is_kept_and_one_past_it_overflows() -> None:
+    gift = "persistent://bigolive/live/gift_send"
+    top = 2**63 - 1
+    events = [{"uid": 5, "ts": NOW - 60_000, "gift": {"diamonds": top - 1}}]
+    events += [{"uid": 5, "ts": NOW - 59_000, "gift": {"diamonds": 1}}]  # exactly int64's top: kept
+    events += [{"uid": 5, "ts": NOW - 58_000, "gift": {"diamonds": 1}}]  # one past: overflow
+    events += [{"uid": 6, "ts": NOW - 60_000, "gift": {"diamonds": -(2**63)}}]  # int64's bottom: kept
+    batch = [source_batch([(gift, json.dumps(e).encode(), NOW) for e in events])]
+    fast = rows(FAST, batch)
+    assert fast == rows(REFERENCE, batch)
+    assert sum('"overflow"' in r for r in fast) == 1
+    # the handler itself takes the sum up to int64's top and leaves one past it to the reference
+    handler, (hourly, _daily) = _handler(gift)
+    for diamonds, taken in ((top - 1, True), (1, True), (1, False)):
+        event = json.dumps({"uid": 5, "ts": NOW - 60_000, "gift": {"diamonds": diamonds}}).encode()
+        assert (handler(event, NOW) is not None) is taken
+    (row,) = hourly.rows.values()
+    assert row[hourly.index["gift_diamonds_sent"]] == top
