@@ -337,15 +337,15 @@ def _typed_value_lines(kind: FieldType, v: str, source: str, ind: str) -> list[s
     the decoder checked every type and range except a double's (an integer goes to the reference
     path, which converts it); an object becomes the same dict of its fields' locals."""
     lines = [f"{ind}{v} = {source}"]
-    refused = "type(x) is not float_type or not isfinite(x)"
+    refused = "type({0}) is not float_type or not isfinite({0})"
     if kind.kind == "double":
-        lines += [f"{ind}if {v} is not None and ({refused.replace('x', v)}):", f"{ind}    return None"]
+        lines += [f"{ind}if {v} is not None and ({refused.format(v)}):", f"{ind}    return None"]
     elif kind.kind in ("array", "map") and kind.element is not None and kind.element.kind == "double":
         items = v if kind.kind == "array" else f"{v}.values()"
         lines += [
             f"{ind}if {v} is not None:",
             f"{ind}    for x in {items}:",
-            f"{ind}        if x is not None and ({refused}):",
+            f"{ind}        if x is not None and ({refused.format('x')}):",
             f"{ind}            return None",
         ]
     elif kind.kind == "object":

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.unit.stream.test_fastpath import CATALOG, FAST, NOW, REFERENCE, rows, source_batch
+from tests.unit.stream.test_fastpath import CATALOG, FAST, NOW, REFERENCE, _handler, rows, source_batch
 from widehouse.catalog.semantics.fold import WideRows
 from widehouse.catalog.types import Field, FieldType
 from widehouse.stream import decoders, fastpath
@@ -25,14 +25,6 @@ GIFT_SEND = "persistent://bigolive/live/gift_send"
 PURCHASE = "persistent://bigolive/commerce/purchase"
 PAGE_VIEW = "persistent://bigolive/app/page_view"
 TS = NOW - 60_000
-
-
-def _handler(topic_name: str) -> tuple[fastpath.Handler, list[WideRows]]:
-    topic = CATALOG.topic(topic_name)
-    tables = [WideRows(CATALOG.table(name)) for name in topic.tables]
-    handler = fastpath.compile_handler(topic, tables, CATALOG.rules, CATALOG.max_payload_bytes)
-    assert handler is not None
-    return handler, tables
 
 
 def _counts(handler: fastpath.Handler) -> list[int]:
