@@ -29,6 +29,7 @@ Partial rows are per hour for every table (a day table's hours are merged again 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import pickle
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -224,40 +225,47 @@ _TIME_COLUMNS = frozenset(
 
 
 class _Rows:
-    """One input chunk as the fold reads it: payload, topic and publish ms per row, and a row's
-    message id and exact publish time (epoch µs) on demand: only side rows need them, and taking
-    a Pulsar message's id costs more than its payload."""
+    """One input chunk as the fold reads it: payload and publish ms per row, the topic of each run
+    of consecutive rows, and a row's message id and exact publish time (epoch µs) on demand: only
+    side rows need them, and taking a Pulsar message's id costs more than its payload."""
 
-    __slots__ = ("message_id", "publish_ms", "publish_us", "topics", "values")
+    __slots__ = ("message_id", "publish_ms", "publish_us", "runs", "values")
 
     def __init__(
         self,
         values: Sequence[bytes | None],
-        topics: Sequence[str],
+        runs: Sequence[tuple[str, int]],
         publish_ms: Sequence[int],
         message_id: Callable[[int], str | None],
         publish_us: Callable[[int], int],
     ) -> None:
         self.values = values
-        self.topics = topics
+        self.runs = runs
+        """(topic, rows) per run of consecutive rows of one topic, in order, covering every row."""
         self.publish_ms = publish_ms
         self.message_id = message_id
         self.publish_us = publish_us
 
     @classmethod
     def of_messages(cls, chunk: Messages) -> _Rows:
-        """The read loop's lists as they are; ids from the chunk's messages when asked."""
+        """The read loop's lists as they are (its runs are a topic-partition's each); ids from the
+        chunk's messages when asked."""
         publish_ms = chunk.publish_ms
-        return cls(chunk.values, chunk.topics(), publish_ms, chunk.message_id, lambda i: publish_ms[i] * 1000)
+        runs = [(topic, rows) for topic, _partition, rows in chunk.runs]
+        return cls(chunk.values, runs, publish_ms, chunk.message_id, lambda i: publish_ms[i] * 1000)
 
     @classmethod
     def of_arrow(cls, batch: pa.RecordBatch) -> _Rows:
         """The source's Arrow rows (``value``, ``__topic``, ``__messageId``, ``__publishTime``)."""
         ids = batch.column("__messageId")
         publish_us = _micros(batch.column("__publishTime"))
+        runs = [
+            (topic, len(list(group)))
+            for topic, group in itertools.groupby(batch.column("__topic").to_pylist())
+        ]
         return cls(
             batch.column("value").to_pylist(),
-            batch.column("__topic").to_pylist(),
+            runs,
             [us // 1000 for us in publish_us],
             lambda i: ids[i].as_py(),
             publish_us.__getitem__,
@@ -308,42 +316,70 @@ class _Accumulator:
         self._fold(_Rows.of_messages(batch) if isinstance(batch, Messages) else _Rows.of_arrow(batch))
 
     def _fold(self, rows: _Rows) -> None:
-        """Fold every row; each in its own error boundary (:meth:`_internal`). A row's message id is
-        asked for only when a side row (quarantine, late) is written."""
-        limit = self.plan.payload_limit
-        handlers = self.handlers
-        all_stats = self.stats
-        for i, (payload, topic_name, publish_ms) in enumerate(
-            zip(rows.values, rows.topics, rows.publish_ms, strict=True)
-        ):
-            slot = (topic_name, publish_ms - publish_ms % HOUR_MS)
-            stats = all_stats.get(slot)
-            if stats is None:
-                stats = all_stats[slot] = [0, 0, 0, 0, 0, 0, publish_ms]
-            stats[0] += 1
-            if publish_ms > stats[5]:  # noqa: PLR1730 - the hot loop: a branch beats max()
-                stats[5] = publish_ms
-            if publish_ms < stats[6]:  # noqa: PLR1730
-                stats[6] = publish_ms
-            # The error boundary: whatever this message raises is its quarantine reason, never the
-            # batch's failure (free in CPython 3.11 while nothing raises). Nothing below changes the
-            # partial rows before everything that can fail has passed (the handlers and fold_event
-            # check first, then only assign), and each outcome's counter is bumped after its side
-            # row is written, so an exception leaves the state as if the message never came.
+        """Fold every row, a run of one topic at a time; each row in its own error boundary
+        (:meth:`_internal`). A row's message id is asked for only when a side row (quarantine, late)
+        is written."""
+        start = 0
+        for topic_name, count in rows.runs:
+            self._fold_run(rows, topic_name, start, start + count)
+            start += count
+        if start != len(rows.values):
+            raise ValueError(f"the chunk's runs cover {start} rows, not its {len(rows.values)}")
+
+    def _fold_run(self, rows: _Rows, topic_name: str, start: int, end: int) -> None:
+        """Fold rows ``start:end``, all of ``topic_name``: their publish hour's counters once, then
+        each row; a run that crosses a publish hour is folded an hour's stretch at a time."""
+        if start == end:
+            return
+        publish = rows.publish_ms[start:end]
+        low, high = min(publish), max(publish)
+        hour = low - low % HOUR_MS
+        if high >= hour + HOUR_MS:
+            for a, b in _hour_stretches(publish):
+                self._fold_run(rows, topic_name, start + a, start + b)
+            return
+        stats = self._counted(topic_name, hour, end - start, low, high)
+        try:
+            handler = self.handlers[topic_name] if topic_name in self.handlers else self._handler(topic_name)
+        except Exception as exc:  # compiling failed: each row's boundary quarantines it
+            for i in range(start, end):
+                self._internal(exc, topic_name, rows, i, rows.values[i], self.plan.payload_limit)
+                stats[2] += 1
+            return
+        good, max_event = 0, stats[4]
+        # The error boundary: whatever this message raises is its quarantine reason, never the
+        # batch's failure (free in CPython 3.11 while nothing raises). Nothing below changes the
+        # partial rows before everything that can fail has passed (the handlers and fold_event
+        # check first, then only assign), and each outcome's counter is bumped after its side
+        # row is written, so an exception leaves the state as if the message never came.
+        for i, (payload, publish_ms) in enumerate(zip(rows.values[start:end], publish, strict=True), start):
             try:
-                handler = handlers[topic_name] if topic_name in handlers else self._handler(topic_name)
                 if handler is not None and payload:
                     event_ms = handler(payload, publish_ms)
                     if event_ms is not None:  # valid, on time, folded into every table
-                        stats[1] += 1
-                        if event_ms > stats[4]:  # noqa: PLR1730
-                            stats[4] = event_ms
+                        good += 1
+                        if event_ms > max_event:  # noqa: PLR1730 - the hot loop: a branch beats max()
+                            max_event = event_ms
                         continue
                 # everything else (and every event with the fast path off) the reference way
                 self._reference(payload, topic_name, publish_ms, rows, i, stats)
             except Exception as exc:  # the per-event boundary: quarantine the message, go on
-                self._internal(exc, topic_name, rows, i, payload, limit)
+                self._internal(exc, topic_name, rows, i, payload, self.plan.payload_limit)
                 stats[2] += 1
+        stats[1] += good
+        if max_event > stats[4]:  # noqa: PLR1730
+            stats[4] = max_event
+
+    def _counted(self, topic_name: str, hour: int, rows: int, low: int, high: int) -> list[int]:
+        """The counters of (topic, publish hour) with ``rows`` more rows in, published ``low`` to
+        ``high`` ms."""
+        stats = self.stats.get((topic_name, hour))
+        if stats is None:
+            stats = self.stats[(topic_name, hour)] = [0, 0, 0, 0, 0, 0, low]
+        stats[0] += rows
+        stats[5] = max(stats[5], high)
+        stats[6] = min(stats[6], low)
+        return stats
 
     def _reference(  # noqa: PLR0917 - one row and where it sits, named at the one call site
         self, payload: bytes | None, topic_name: str, publish_ms: int, rows: _Rows, i: int, stats: list[int]
@@ -508,6 +544,18 @@ class _Accumulator:
                 data[f"{prefix}{column.name}"] = pa.array(values, field_type)
         arrays = [data[f.name] if f.name in data else pa.nulls(n, type=f.type) for f in schema]
         return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _hour_stretches(publish_ms: Sequence[int]) -> list[tuple[int, int]]:
+    """(start, end) of each stretch of consecutive rows published in one hour."""
+    stretches: list[tuple[int, int]] = []
+    first, hour = 0, publish_ms[0] - publish_ms[0] % HOUR_MS
+    for i, ms in enumerate(publish_ms):
+        if not hour <= ms < hour + HOUR_MS:
+            stretches.append((first, i))
+            first, hour = i, ms - ms % HOUR_MS
+    stretches.append((first, len(publish_ms)))
+    return stretches
 
 
 def transform(batches: Iterable[pa.RecordBatch | Messages], plan: TransformPlan) -> Iterator[pa.RecordBatch]:

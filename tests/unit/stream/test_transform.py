@@ -309,13 +309,14 @@ def test_a_plans_later_tasks_bind_its_handlers_without_making_them_again(
 PURCHASE = "persistent://bigolive/commerce/purchase"
 
 
-def _purchase_batch(payloads: list[bytes], publish_ms: int) -> pa.RecordBatch:
+def _purchase_batch(payloads: list[bytes], publish_ms: int | list[int]) -> pa.RecordBatch:
+    published = publish_ms if isinstance(publish_ms, list) else [publish_ms] * len(payloads)
     return pa.RecordBatch.from_pydict(
         {
             "value": pa.array(payloads, pa.binary()),
             "__topic": [PURCHASE] * len(payloads),
             "__messageId": [f"{i}:0:0" for i in range(len(payloads))],
-            "__publishTime": pa.array([publish_ms * 1000] * len(payloads), pa.timestamp("us", tz="UTC")),
+            "__publishTime": pa.array([ms * 1000 for ms in published], pa.timestamp("us", tz="UTC")),
         }
     )
 
@@ -467,3 +468,66 @@ def test_whatever_one_message_raises_is_its_quarantine_reason(catalog: Catalog, 
     assert bad["wh_payload"] == payloads[0]
     (stats,) = out.filter(pc.equal(out["wh_kind"], "stats")).to_pylist()
     assert (stats["wh_rows_in"], stats["wh_good"], stats["wh_bad"], stats["wh_late"]) == (3, 2, 1, 0)
+
+
+def test_a_run_that_crosses_publish_hours_back_and_forth_is_counted_per_hour(catalog: Catalog) -> None:
+    """Hand-made: one topic's rows (a run) published 10:59:59.990, 11:00:00.005, 10:59:59.995 (a
+    producer's clock behind), 11:00:01 and 10:00 (late for its hour's counters, still hour 10)."""
+    from widehouse.stream.transform import _Accumulator
+
+    h10 = 1_790_000_000_000 - 1_790_000_000_000 % HOUR_MS
+    h11 = h10 + HOUR_MS
+    publish = [h11 - 10, h11 + 5, h11 - 5, h11 + 1_000, h10]
+    payloads = [json.dumps(_purchase(ms, uid=7, amount_usd=0.99, ts=ms - 1_000)).encode() for ms in publish]
+    payloads[3] = b"{not json"
+    acc = _Accumulator(TransformPlan(catalog, ("user_hourly",)))
+    acc.add(_purchase_batch(payloads, publish))
+    # [in, good, bad, late, max event ms, max publish ms, min publish ms]
+    assert acc.stats == {
+        (PURCHASE, h10): [3, 3, 0, 0, h11 - 1_005, h11 - 5, h10],
+        (PURCHASE, h11): [2, 1, 1, 0, h11 + 5 - 1_000, h11 + 1_000, h11 + 5],
+    }
+
+
+def test_the_folds_stretches_of_one_hour(catalog: Catalog) -> None:
+    from widehouse.stream.transform import _hour_stretches
+
+    h = 1_790_000_000_000 - 1_790_000_000_000 % HOUR_MS
+    assert _hour_stretches([h, h + 1, h + HOUR_MS - 1]) == [(0, 3)]
+    assert _hour_stretches([h - 1, h, h + 5, h - 2, h + HOUR_MS]) == [(0, 1), (1, 3), (3, 4), (4, 5)]
+
+
+def test_a_topic_whose_handler_cannot_be_made_quarantines_its_rows_and_the_rest_go_on(
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from widehouse.stream import transform as transform_module
+
+    now = 1_790_000_000_000
+    acc = transform_module._Accumulator(TransformPlan(catalog, ("user_hourly",)))
+    made = acc._handler
+
+    def failing(topic_name: str) -> Any:
+        if topic_name == PURCHASE:
+            raise RuntimeError("no handler today")
+        return made(topic_name)
+
+    monkeypatch.setattr(acc, "_handler", failing)
+    payloads = [json.dumps(_purchase(now, uid=u, amount_usd=0.99)).encode() for u in (1, 2)]
+    acc.add(_purchase_batch(payloads, now))
+    out = pa.Table.from_batches(list(acc.batches(output_schema(acc.plan))), schema=output_schema(acc.plan))
+    bad = out.filter(pc.equal(out["wh_kind"], "quarantine")).to_pylist()
+    assert [(r["wh_reason"], r["wh_detail"]) for r in bad] == [
+        ("internal", "RuntimeError: no handler today")
+    ] * 2
+    ((_slot, counts),) = acc.stats.items()
+    assert counts[:4] == [2, 0, 2, 0]
+    assert acc.rows["user_hourly"].rows == {}
+
+
+def test_rows_whose_runs_do_not_cover_them_are_refused(catalog: Catalog) -> None:
+    from widehouse.stream.transform import _Accumulator, _Rows
+
+    acc = _Accumulator(TransformPlan(catalog, ("user_hourly",)))
+    rows = _Rows([b"{}", b"{}"], [(PURCHASE, 1)], [1, 2], str, lambda i: i * 1000)
+    with pytest.raises(ValueError, match="cover 1 rows, not its 2"):
+        acc._fold(rows)
