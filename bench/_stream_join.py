@@ -54,7 +54,8 @@ def _timed(fn: Any, runs: int = 1) -> tuple[Any, float]:
 def _union(client: Any, catalog: Catalog, batch: pa.RecordBatch) -> tuple[float, int]:
     import pyarrow.compute as pc
 
-    from widehouse.stream.transform import TransformPlan, output_schema, transform
+    from widehouse.stream.plan import TransformPlan, output_schema
+    from widehouse.stream.transform import transform
 
     plan = TransformPlan(catalog, (TABLE,))
     prefix = plan.prefix(TABLE)

@@ -99,8 +99,9 @@ def idiomatic_rows(df: Any, catalog: Any, topics: list[str]) -> Any:
 def our_rows(spark: Any, options: dict[str, str], catalog: Any) -> Any:
     """A function running the stream's source (read + transform per task) and merge, as a batch does."""
     from widehouse.stream import merge
+    from widehouse.stream.plan import TransformPlan
     from widehouse.stream.spark.source import register_wide_source
-    from widehouse.stream.transform import TransformPlan, unpack
+    from widehouse.stream.transform import unpack
 
     plan = TransformPlan(catalog, (TABLE,))
     name = register_wide_source(spark, "widehouse_wide_bench", plan)
@@ -117,7 +118,8 @@ def our_rows_mapped(df: Any, catalog: Any) -> Any:
     from pyspark.sql.pandas.types import from_arrow_schema
 
     from widehouse.stream import merge
-    from widehouse.stream.transform import TransformPlan, output_schema, transform
+    from widehouse.stream.plan import TransformPlan, output_schema
+    from widehouse.stream.transform import transform
 
     plan = TransformPlan(catalog, (TABLE,))
     mapped = df.select("value", "__topic", "__messageId", "__publishTime").mapInArrow(

@@ -47,7 +47,8 @@ def measure(events: int, runs: int, within: Bench | None = None) -> dict[str, An
     from widehouse.source.controller import StreamController
     from widehouse.source.options import parse_options, source_options
     from widehouse.source.reader import read_messages, read_task
-    from widehouse.stream.transform import TransformPlan, transform_packed
+    from widehouse.stream.plan import TransformPlan
+    from widehouse.stream.transform import transform_packed
 
     bench = within or Bench(Path(tempfile.mkdtemp(prefix="widehouse-bench-read-")), owns_spark=True)
     try:

@@ -35,7 +35,8 @@ def source_batches(events: int, rows: int = 8192) -> tuple[Any, list[Any]]:
 
 def run_once(catalog: Any, batches: list[Any]) -> tuple[float, float, int]:
     """(CPU s, wall s, output rows) of one transform over every batch (one input partition)."""
-    from widehouse.stream.transform import TransformPlan, transform
+    from widehouse.stream.plan import TransformPlan
+    from widehouse.stream.transform import transform
 
     topics = sorted({t for b in batches for t in set(b.column("__topic").to_pylist())})
     plan = TransformPlan.for_topics(catalog, topics)

@@ -12,8 +12,8 @@ import pyarrow as pa
 import pytest
 
 from widehouse.catalog import load_catalog
+from widehouse.stream.plan import TransformPlan
 from widehouse.stream.spark.warmup import plan_read_early, warm_workers
-from widehouse.stream.transform import TransformPlan
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 

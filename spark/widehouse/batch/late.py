@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from widehouse.catalog import Catalog
     from widehouse.clickhouse import ClickHouse
-    from widehouse.stream.transform import TransformPlan
+    from widehouse.stream.plan import TransformPlan
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ def late_partials(
 
 def table_plan(catalog: Catalog, table: str) -> TransformPlan:
     """The transform of one wide table's topics (partials of that table only)."""
-    from widehouse.stream.transform import TransformPlan
+    from widehouse.stream.plan import TransformPlan
 
     topics = [str(t.name) for t in catalog.topics_for(table)]
     return TransformPlan(catalog, (table,), TransformPlan.for_topics(catalog, topics).payload_limit)
@@ -83,10 +83,11 @@ def fold_stored(
 ) -> pa.Table:
     """The stream's transform over stored messages (columns of equal length: topic, message id,
     payload, the time standing in for the publish time): the tagged output of
-    :func:`widehouse.stream.transform.output_schema`."""
+    :func:`widehouse.stream.plan.output_schema`."""
     import pyarrow as pa
 
-    from widehouse.stream.transform import output_schema, transform
+    from widehouse.stream.plan import output_schema
+    from widehouse.stream.transform import transform
 
     def plain(column: Any, kind: pa.DataType) -> pa.Array:
         cast = column.cast(kind)

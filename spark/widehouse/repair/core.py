@@ -63,7 +63,7 @@ if TYPE_CHECKING:
 
     from widehouse.catalog import Catalog
     from widehouse.clickhouse import ClickHouse
-    from widehouse.stream.transform import TransformPlan
+    from widehouse.stream.plan import TransformPlan
 
 log = logging.getLogger(__name__)
 
@@ -221,7 +221,7 @@ def fold_messages(plan: TransformPlan, table: str, messages: pa.Table) -> Folded
     import pyarrow.compute as pc
 
     from widehouse.stream import merge
-    from widehouse.stream.transform import KIND_LATE, KIND_QUARANTINE
+    from widehouse.stream.plan import KIND_LATE, KIND_QUARANTINE
 
     whole = pc.equal(pc.binary_length(messages["payload"]), messages["payload_bytes"].cast(pa.int32()))
     complete = messages.filter(whole)

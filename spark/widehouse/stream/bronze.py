@@ -33,8 +33,8 @@ from widehouse.contracts.tables import SIDE_SHAPES
 from widehouse.errors import DeltaError
 from widehouse.settings import DeltaSettings
 from widehouse.shape import Shape
+from widehouse.stream.plan import ARROW_VALUE_TYPES, TIMESTAMP, value_arrow_type
 from widehouse.stream.tables import delta_partials, delta_side
-from widehouse.stream.transform import ARROW_VALUE_TYPES, TIMESTAMP, value_arrow_type
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable

@@ -146,7 +146,7 @@ class _Filters:
 class HandlerTemplate:
     """A topic's handler before it is bound to a task's tables: its code and its constants.
 
-    Generating and compiling the code depends on the catalog only, so :mod:`widehouse.stream.transform`
+    Generating and compiling the code depends on the catalog only, so :mod:`widehouse.stream.plan`
     keeps one template per topic and plan in each Python worker; a task then only binds its own
     tables' state (:meth:`bind`, a few µs) instead of generating the code again (~50 µs a topic,
     ~13 ms a task with 250 topics)."""

@@ -53,7 +53,7 @@ from widehouse.catalog import OVERFLOW, WideTable
 from widehouse.catalog.semantics.fold import sum_in_range
 from widehouse.catalog.types import INT64
 from widehouse.contracts.tables import COUNTS_SHAPE, LATE_SHAPE, QUARANTINE_SHAPE
-from widehouse.stream.transform import (
+from widehouse.stream.plan import (
     KIND_LATE,
     KIND_PARTIAL,
     KIND_QUARANTINE,

@@ -4,7 +4,8 @@ This runs on executors inside the stream's reading tasks, over the read loop's c
 (:class:`widehouse.source.messages.Messages`: a message's id is taken only for the rows that keep
 it, quarantine and late), or over the Pulsar source's Arrow batches (columns ``value``,
 ``__topic``, ``__messageId``, ``__publishTime``), and yields Arrow batches of one *tagged* schema
-(:func:`output_schema`), so a single pass over the input produces everything the sinks need:
+(:func:`widehouse.stream.plan.output_schema`), so a single pass over the input produces everything
+the sinks need:
 
 - ``wh_kind = 'partial'``: one partial wide row per (table, key, hour) with that table's columns
   (prefix ``t<i>_``); counts are 0 and other columns null where nothing contributed;
@@ -28,199 +29,31 @@ Partial rows are per hour for every table (a day table's hours are merged again 
 
 from __future__ import annotations
 
-import hashlib
 import itertools
-import pickle
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
-from widehouse.catalog import Catalog, WideTable
-from widehouse.catalog.semantics.fold import ColumnRule, WideRows, compile_rules, fold_event
+from widehouse.catalog.semantics.fold import ColumnRule, WideRows, fold_event
 from widehouse.catalog.semantics.parse import INTERNAL, Accepted, parse_event
 from widehouse.catalog.semantics.render import render_exception
 from widehouse.contracts.periods import HOUR_MS
-from widehouse.contracts.types import ARROW_OF_SPARK, KIND_TYPES, arrow_type
-from widehouse.errors import CatalogError
 from widehouse.source.messages import Messages
-from widehouse.stream.deadletter import PAYLOAD_LIMIT
-from widehouse.stream.fastpath import Handler, HandlerTemplate, handler_template
-
-KIND_PARTIAL = "partial"
-KIND_QUARANTINE = "quarantine"
-KIND_LATE = "late"
-KIND_STATS = "stats"
-
-TIMESTAMP = arrow_type(ARROW_OF_SPARK["timestamp"])
-ARROW_VALUE_TYPES: dict[str, pa.DataType] = {k: arrow_type(t.arrow_value) for k, t in KIND_TYPES.items()}
-
-# the columns shared by quarantine, late and stats rows
-META_FIELDS: tuple[pa.Field, ...] = (
-    pa.field("wh_kind", pa.string(), nullable=False),
-    pa.field("wh_table", pa.string()),
-    pa.field("wh_topic", pa.string()),
-    pa.field("wh_message_id", pa.string()),
-    pa.field("wh_publish_time", TIMESTAMP),
-    pa.field("wh_event_time", TIMESTAMP),
-    pa.field("wh_key", pa.string()),
-    pa.field("wh_reason", pa.string()),
-    pa.field("wh_detail", pa.string()),
-    pa.field("wh_payload", pa.binary()),
-    pa.field("wh_payload_bytes", pa.int64()),
-    pa.field("wh_rows_in", pa.int64()),
-    pa.field("wh_good", pa.int64()),
-    pa.field("wh_bad", pa.int64()),
-    pa.field("wh_late", pa.int64()),
-    pa.field("wh_max_event_time", TIMESTAMP),
-    pa.field("wh_min_publish_time", TIMESTAMP),
-    pa.field("wh_max_publish_time", TIMESTAMP),
-)
-
-
-@dataclass(frozen=True)
-class TransformPlan:
-    """Everything the transform needs, picklable (shipped to executors with the function)."""
-
-    catalog: Catalog
-    tables: tuple[str, ...]
-    """Wide tables to produce partials for, in output order (``t0_``, ``t1_``, ...)."""
-    payload_limit: int = PAYLOAD_LIMIT
-    """Quarantined payloads are cut to this many bytes (their full size is kept beside them)."""
-    fast_path: bool = True
-    """Fold valid, on-time events through each topic's compiled handler (:mod:`.fastpath`); False
-    sends every event through the reference parse and fold (same output, slower: for comparisons)."""
-
-    def __post_init__(self) -> None:
-        for name in self.tables:
-            self.catalog.table(name)  # CatalogError naming the table if unknown
-
-    @classmethod
-    def for_topics(
-        cls, catalog: Catalog, topics: list[str], payload_limit: int = PAYLOAD_LIMIT
-    ) -> TransformPlan:
-        """The plan for a slot group: every wide table its topics feed."""
-        unknown = [t for t in topics if not catalog.has_topic(t)]
-        if unknown:
-            raise CatalogError(f"topics not in the catalog: {', '.join(sorted(unknown)[:5])}")
-        tables = tuple(
-            t.name for t in catalog.wide_tables if any(t.name in catalog.topic(n).tables for n in topics)
-        )
-        return cls(catalog, tables, payload_limit)
-
-    def prefix(self, table: str) -> str:
-        return f"t{self.tables.index(table)}_"
-
-    def __reduce__(self) -> tuple[Callable[[bytes, bytes], TransformPlan], tuple[bytes, bytes]]:
-        """Pickled as its state's bytes and their digest: :func:`_shipped_plan` builds it once per
-        process (see :data:`_SHIPPED`)."""
-        state = pickle.dumps((self.catalog, self.tables, self.payload_limit, self.fast_path), protocol=5)
-        return _shipped_plan, (hashlib.sha256(state).digest(), state)
-
-
-_SHIPPED: dict[bytes, TransformPlan] = {}
-"""Plans unpickled in this process, by the digest of their pickled state. Spark ships a group's plan
-with every reading task (twice: in its reader and in its source class), and a Python worker runs
-many of them: building a 1,000-topic catalog's objects again took ~40 ms a task, the same bytes
-every time. Keyed by content, so a changed plan is built anew; a task only reads its plan."""
-_SHIPPED_MAX = 8
-
-
-def _shipped_plan(digest: bytes, state: bytes) -> TransformPlan:
-    plan = _SHIPPED.get(digest)
-    if plan is None:
-        catalog, tables, payload_limit, fast_path = pickle.loads(state)  # noqa: S301 (Spark's own task bytes)
-        plan = TransformPlan(catalog, tables, payload_limit, fast_path)
-        if len(_SHIPPED) >= _SHIPPED_MAX:
-            _SHIPPED.clear()
-        _SHIPPED[digest] = plan
-    return plan
-
-
-class _Prepared:
-    """What every task of one plan derives from the catalog alone, derived once per process: each
-    topic's column rules per table and its fast-path handler template. A task binds them to its own
-    tables' state (:class:`_Accumulator`); with 1,000 topics this was ~50 µs a topic and task."""
-
-    def __init__(self, plan: TransformPlan) -> None:
-        self.plan = plan
-        self.rules: dict[str, list[tuple[str, list[ColumnRule]]] | None] = {}
-        self.templates: dict[str, HandlerTemplate | None] = {}
-
-    def topic_rules(self, topic_name: str) -> list[tuple[str, list[ColumnRule]]] | None:
-        """(table, rules) for each of the plan's tables the topic feeds; None if it is not in the catalog."""
-        if topic_name not in self.rules:
-            catalog = self.plan.catalog
-            found = None
-            if catalog.has_topic(topic_name):
-                topic = catalog.topic(topic_name)
-                found = [
-                    (name, compile_rules(topic, catalog.table(name)))
-                    for name in topic.tables
-                    if name in self.plan.tables
-                ]
-            self.rules[topic_name] = found
-        return self.rules[topic_name]
-
-    def template(self, topic_name: str) -> HandlerTemplate | None:
-        """The topic's handler template (None: no fast path); the topic must be in the catalog."""
-        if topic_name not in self.templates:
-            catalog = self.plan.catalog
-            feeds = self.topic_rules(topic_name) or []
-            self.templates[topic_name] = handler_template(
-                catalog.topic(topic_name),
-                [(catalog.table(name), HOUR_MS) for name, _rules in feeds],  # partials are hourly
-                catalog.rules,
-                catalog.max_payload_bytes,
-            )
-        return self.templates[topic_name]
-
-
-_PREPARED: dict[int, _Prepared] = {}
-""":class:`_Prepared` by plan (its ``id``; the entry holds the plan, so the id stays its own). A
-shipped plan is one object per process (:func:`_shipped_plan`), so every task of a group finds it."""
-
-
-def _prepared(plan: TransformPlan) -> _Prepared:
-    found = _PREPARED.get(id(plan))
-    if found is None or found.plan is not plan:
-        if len(_PREPARED) >= _SHIPPED_MAX:
-            _PREPARED.clear()
-        found = _PREPARED[id(plan)] = _Prepared(plan)
-    return found
-
-
-def value_arrow_type(column_agg: str, value_type: str) -> pa.DataType:
-    """Arrow type of a partial column (count -> int64; first/last -> struct<ts, v>)."""
-    value = ARROW_VALUE_TYPES[value_type]
-    if column_agg == "count":
-        return pa.int64()
-    if column_agg in ("first", "last"):
-        return pa.struct([pa.field("ts", TIMESTAMP), pa.field("v", value)])
-    return value
-
-
-def table_fields(plan: TransformPlan, table: WideTable) -> list[pa.Field]:
-    prefix = plan.prefix(table.name)
-    fields = [
-        pa.field(f"{prefix}{table.key_name}", ARROW_VALUE_TYPES[table.key_type]),
-        pa.field(f"{prefix}hour", TIMESTAMP),
-    ]
-    fields += [pa.field(f"{prefix}{c.name}", value_arrow_type(c.agg, c.value_type)) for c in table.columns]
-    return fields
-
-
-def output_schema(plan: TransformPlan) -> pa.Schema:
-    fields = list(META_FIELDS)
-    for name in plan.tables:
-        fields += table_fields(plan, plan.catalog.table(name))
-    return pa.schema(fields)
-
-
-SIDE_COLUMNS: tuple[str, ...] = tuple(f.name for f in META_FIELDS)
-_TIME_COLUMNS = frozenset(
-    {"wh_publish_time", "wh_event_time", "wh_max_event_time", "wh_min_publish_time", "wh_max_publish_time"}
+from widehouse.stream.fastpath import Handler
+from widehouse.stream.plan import (
+    ARROW_VALUE_TYPES,
+    KIND_LATE,
+    KIND_PARTIAL,
+    KIND_QUARANTINE,
+    KIND_STATS,
+    SIDE_COLUMNS,
+    TIME_COLUMNS,
+    TIMESTAMP,
+    TransformPlan,
+    output_schema,
+    prepared,
+    value_arrow_type,
 )
 
 
@@ -272,6 +105,12 @@ class _Rows:
         )
 
 
+_RUN_ROWS = 16
+"""A chunk whose runs of one topic average fewer rows than this is folded a row at a time: the
+per-run set-up (a slice, the hour's counters, the handler) costs more than it saves on short runs.
+The read loop's chunks hold a topic-partition's messages in one run, hundreds of rows or more."""
+
+
 class _Accumulator:
     """Folds one input partition: partial rows per table, quarantine / late rows, topic stats.
 
@@ -294,7 +133,7 @@ class _Accumulator:
 
     def _rules(self, topic_name: str) -> list[tuple[WideRows, list[ColumnRule]]] | None:
         if topic_name not in self.rules:
-            feeds = _prepared(self.plan).topic_rules(topic_name)
+            feeds = prepared(self.plan).topic_rules(topic_name)
             self.rules[topic_name] = None if feeds is None else [(self.rows[name], r) for name, r in feeds]
         return self.rules[topic_name]
 
@@ -304,7 +143,7 @@ class _Accumulator:
         handler = None
         plans = self._rules(topic_name)
         if self.plan.fast_path and plans is not None:
-            template = _prepared(self.plan).template(topic_name)
+            template = prepared(self.plan).template(topic_name)
             if template is not None:
                 handler = template.bind([rows for rows, _ in plans])
         self.handlers[topic_name] = handler
@@ -319,12 +158,51 @@ class _Accumulator:
         """Fold every row, a run of one topic at a time; each row in its own error boundary
         (:meth:`_internal`). A row's message id is asked for only when a side row (quarantine, late)
         is written."""
+        covered = sum(count for _topic, count in rows.runs)
+        if covered != len(rows.values):
+            raise ValueError(f"the chunk's runs cover {covered} rows, not its {len(rows.values)}")
+        if len(rows.runs) * _RUN_ROWS > covered:  # topics interleaved (the source's Arrow rows)
+            self._fold_rows(rows)
+            return
         start = 0
         for topic_name, count in rows.runs:
             self._fold_run(rows, topic_name, start, start + count)
             start += count
-        if start != len(rows.values):
-            raise ValueError(f"the chunk's runs cover {start} rows, not its {len(rows.values)}")
+
+    def _fold_rows(self, rows: _Rows) -> None:
+        """:meth:`_fold` a row at a time: each row's topic and publish hour looked up for it."""
+        topics: list[str] = []
+        for topic_name, count in rows.runs:
+            topics += [topic_name] * count
+        limit = self.plan.payload_limit
+        handlers = self.handlers
+        all_stats = self.stats
+        for i, (payload, topic_name, publish_ms) in enumerate(
+            zip(rows.values, topics, rows.publish_ms, strict=True)
+        ):
+            slot = (topic_name, publish_ms - publish_ms % HOUR_MS)
+            stats = all_stats.get(slot)
+            if stats is None:
+                stats = all_stats[slot] = [0, 0, 0, 0, 0, 0, publish_ms]
+            stats[0] += 1
+            if publish_ms > stats[5]:  # noqa: PLR1730 - the hot loop: a branch beats max()
+                stats[5] = publish_ms
+            if publish_ms < stats[6]:  # noqa: PLR1730
+                stats[6] = publish_ms
+            # the error boundary, as in _fold_run
+            try:
+                handler = handlers[topic_name] if topic_name in handlers else self._handler(topic_name)
+                if handler is not None and payload:
+                    event_ms = handler(payload, publish_ms)
+                    if event_ms is not None:
+                        stats[1] += 1
+                        if event_ms > stats[4]:  # noqa: PLR1730
+                            stats[4] = event_ms
+                        continue
+                self._reference(payload, topic_name, publish_ms, rows, i, stats)
+            except Exception as exc:
+                self._internal(exc, topic_name, rows, i, payload, limit)
+                stats[2] += 1
 
     def _fold_run(self, rows: _Rows, topic_name: str, start: int, end: int) -> None:
         """Fold rows ``start:end``, all of ``topic_name``: their publish hour's counters once, then
@@ -500,7 +378,7 @@ class _Accumulator:
             arrays = []
             for f in schema:
                 if f.name in self.side:
-                    arrays.append(_array(self.side[f.name], f.type, f.name in _TIME_COLUMNS))
+                    arrays.append(_array(self.side[f.name], f.type, f.name in TIME_COLUMNS))
                 else:
                     arrays.append(pa.nulls(n, type=f.type))
             yield from pa.Table.from_arrays(arrays, schema=schema).to_batches(max_chunksize=max_rows)
@@ -571,8 +449,9 @@ def transform(batches: Iterable[pa.RecordBatch | Messages], plan: TransformPlan)
 def compile_handlers(plan: TransformPlan, topics: Iterable[str]) -> int:
     """Compile the fast-path handlers of ``topics`` into this process's cache, ahead of the tasks
     that fold them; returns how many have one. Each group's plan still makes its own templates
-    (:class:`_Prepared`, once per worker) but finds their code compiled: ~0.3 ms a topic otherwise,
-    paid by the first task that meets the topic (~0.3 s a worker with 1,000 topics)."""
+    (:class:`widehouse.stream.plan.Prepared`, once per worker) but finds their code compiled:
+    ~0.6 ms a topic otherwise, paid by the first task that meets the topic (~0.6 s a worker with
+    1,000 topics of as many shapes)."""
     if not plan.fast_path:
         return 0
     acc = _Accumulator(plan)

@@ -27,7 +27,8 @@ from tests.golden.golden import (
     to_batch,
 )
 from widehouse.catalog import REJECTION_REASONS, Catalog, load_catalog
-from widehouse.stream.transform import TransformPlan, output_schema, transform
+from widehouse.stream.plan import TransformPlan, output_schema
+from widehouse.stream.transform import transform
 
 ROOT = Path(__file__).parents[3]
 UNKNOWN_TOPIC_REASON = "unknown_topic"  # the transform's own reason, beside the parser's

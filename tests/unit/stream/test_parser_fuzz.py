@@ -32,7 +32,8 @@ from hypothesis import strategies as st
 from widehouse.catalog import QUARANTINE_REASONS, Catalog, load_catalog
 from widehouse.catalog.semantics.parse import INTERNAL
 from widehouse.stream import merge
-from widehouse.stream.transform import KIND_LATE, KIND_QUARANTINE, TransformPlan, output_schema, transform
+from widehouse.stream.plan import KIND_LATE, KIND_QUARANTINE, TransformPlan, output_schema
+from widehouse.stream.transform import transform
 
 ROOT = Path(__file__).parents[3]
 CATALOG = load_catalog(ROOT / "schemas")

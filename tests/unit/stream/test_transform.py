@@ -17,7 +17,8 @@ from widehouse.catalog import Accepted, Catalog, load_catalog
 from widehouse.contracts.periods import DAY_MS, HOUR_MS
 from widehouse.errors import CatalogError
 from widehouse.generator.manifest import diff_rows
-from widehouse.stream.transform import TransformPlan, output_schema, transform
+from widehouse.stream.plan import TransformPlan, output_schema
+from widehouse.stream.transform import transform
 from widehouse.testing import generated_source_batch, reference_rows, reference_verdicts
 
 ROOT = Path(__file__).parents[3]
@@ -276,11 +277,11 @@ def test_a_plans_later_tasks_bind_its_handlers_without_making_them_again(
     later tasks only bind them to their own rows (each task still folds into its own state: three
     tasks of one plan merge to the reference rows, test above). A plan built anew makes them anew."""
     from widehouse.catalog.semantics import fold
-    from widehouse.stream import transform as transform_module
+    from widehouse.stream import plan as plan_module
 
     made: list[str] = []
     rules: list[str] = []
-    real_template, real_rules = transform_module.handler_template, fold.compile_rules
+    real_template, real_rules = plan_module.handler_template, fold.compile_rules
 
     def template(topic: Any, *rest: Any) -> Any:
         made.append(str(topic.name))
@@ -290,8 +291,8 @@ def test_a_plans_later_tasks_bind_its_handlers_without_making_them_again(
         rules.append(str(topic.name))
         return real_rules(topic, table)
 
-    monkeypatch.setattr(transform_module, "handler_template", template)
-    monkeypatch.setattr(transform_module, "compile_rules", column_rules)
+    monkeypatch.setattr(plan_module, "handler_template", template)
+    monkeypatch.setattr(plan_module, "compile_rules", column_rules)
     topics = sorted(set(batch.column("__topic").to_pylist()))
     plan = TransformPlan.for_topics(catalog, topics)
     halves = (batch.slice(0, batch.num_rows // 2), batch.slice(batch.num_rows // 2))

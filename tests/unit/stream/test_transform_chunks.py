@@ -13,7 +13,8 @@ import pytest
 from tests.fake_pulsar import FakeMessage, id_calls
 from widehouse.catalog import Accepted, Catalog, load_catalog
 from widehouse.source.messages import Messages
-from widehouse.stream.transform import TransformPlan, output_schema, transform
+from widehouse.stream.plan import TransformPlan, output_schema
+from widehouse.stream.transform import transform
 from widehouse.testing import generated_source_batch, reference_verdicts
 
 ROOT = Path(__file__).parents[3]

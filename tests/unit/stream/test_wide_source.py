@@ -11,8 +11,8 @@ from typing import Any
 from pyspark import cloudpickle  # what Spark pickles commands and data sources with
 
 from widehouse.catalog import load_catalog
+from widehouse.stream.plan import TransformPlan
 from widehouse.stream.spark.source import PACKED_DDL, WideStreamReader, wide_source, wide_source_name
-from widehouse.stream.transform import TransformPlan
 
 SCHEMAS = Path(__file__).resolve().parents[3] / "schemas"
 

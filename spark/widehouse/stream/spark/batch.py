@@ -44,12 +44,8 @@ from typing import TYPE_CHECKING, Any
 from widehouse.catalog import Catalog
 from widehouse.contracts.tables import COUNTS, LATE, PROGRESS, PROGRESS_SHAPE, QUARANTINE
 from widehouse.stream import merge
-from widehouse.stream.transform import (
-    KIND_LATE,
-    KIND_QUARANTINE,
-    TransformPlan,
-    unpack,
-)
+from widehouse.stream.plan import KIND_LATE, KIND_QUARANTINE, TransformPlan
+from widehouse.stream.transform import unpack
 
 if TYPE_CHECKING:
     import pyarrow as pa

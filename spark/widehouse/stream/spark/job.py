@@ -186,8 +186,8 @@ class StreamApp:
         """Refuse a group whose sinks are ahead of its checkpoint (lost or reset; see stream.guard)."""
         from widehouse.stream.bronze import bronze_tables
         from widehouse.stream.guard import check_checkpoint, sink_positions
+        from widehouse.stream.plan import TransformPlan
         from widehouse.stream.spark.checkpoint import last_planned_batch
-        from widehouse.stream.transform import TransformPlan
 
         stream = self.settings.stream
         names = TransformPlan.for_topics(self.catalog, list(group.topics)).tables
@@ -202,7 +202,7 @@ class StreamApp:
         check_checkpoint(stream.app, group.name, checkpoint, planned, sinks)
 
     def start(self) -> None:
-        from widehouse.stream.transform import TransformPlan
+        from widehouse.stream.plan import TransformPlan
 
         topics = [t for g in self.groups for t in g.topics]
         plan = TransformPlan.for_topics(self.catalog, topics)  # every table the app's topics feed

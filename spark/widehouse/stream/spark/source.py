@@ -31,7 +31,8 @@ from widehouse.source.spark import (
     PulsarInputPartition,
     PulsarStreamReader,
 )
-from widehouse.stream.transform import TransformPlan, transform_packed
+from widehouse.stream.plan import TransformPlan
+from widehouse.stream.transform import transform_packed
 
 if TYPE_CHECKING:
     import pyarrow as pa

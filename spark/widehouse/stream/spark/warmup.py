@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import SparkSession
 
-    from widehouse.stream.transform import TransformPlan
+    from widehouse.stream.plan import TransformPlan
 
 log = logging.getLogger("widehouse.stream")
 
