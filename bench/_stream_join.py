@@ -54,16 +54,17 @@ def _timed(fn: Any, runs: int = 1) -> tuple[Any, float]:
 def _union(client: Any, catalog: Catalog, batch: pa.RecordBatch) -> tuple[float, int]:
     import pyarrow.compute as pc
 
-    from widehouse.stream.plan import TransformPlan, output_schema
+    from bench.common import stream_plan
     from widehouse.stream.transform import transform
 
-    plan = TransformPlan(catalog, (TABLE,))
+    plans = stream_plan()
+    plan = plans.TransformPlan(catalog, (TABLE,))
     prefix = plan.prefix(TABLE)
     wide = catalog.table(TABLE)
     names = [wide.key_name, "hour", *[c.name for c in wide.columns]]
 
     def ingest() -> int:
-        out = pa.Table.from_batches(list(transform(iter([batch]), plan)), schema=output_schema(plan))
+        out = pa.Table.from_batches(list(transform(iter([batch]), plan)), schema=plans.output_schema(plan))
         partial = out.filter(pc.equal(out["wh_kind"], "partial")).select([prefix + n for n in names])
         partial = partial.rename_columns(names)
         client.insert_arrow(f"{TABLE}_partial", partial)

@@ -118,3 +118,15 @@ def drop_databases(clickhouse: Any, names: Iterable[str]) -> int:
     finally:
         client.close()
     return len(present.intersection(names))
+
+
+def stream_plan() -> Any:
+    """The module of the stream transform's plan and output schema: ``widehouse.stream.plan``, or
+    ``widehouse.stream.transform`` in a library from before it (``bench ab`` against an older
+    revision imports this checkout's benchmarks over that library)."""
+    import importlib
+
+    try:
+        return importlib.import_module("widehouse.stream.plan")
+    except ModuleNotFoundError:
+        return importlib.import_module("widehouse.stream.transform")

@@ -98,12 +98,13 @@ def idiomatic_rows(df: Any, catalog: Any, topics: list[str]) -> Any:
 
 def our_rows(spark: Any, options: dict[str, str], catalog: Any) -> Any:
     """A function running the stream's source (read + transform per task) and merge, as a batch does."""
+    from bench.common import stream_plan
     from widehouse.stream import merge
-    from widehouse.stream.plan import TransformPlan
     from widehouse.stream.spark.source import register_wide_source
     from widehouse.stream.transform import unpack
 
-    plan = TransformPlan(catalog, (TABLE,))
+    plans = stream_plan()
+    plan = plans.TransformPlan(catalog, (TABLE,))
     name = register_wide_source(spark, "widehouse_wide_bench", plan)
 
     def run() -> Any:
@@ -117,13 +118,14 @@ def our_rows_mapped(df: Any, catalog: Any) -> Any:
     """The same transform as ``mapInArrow`` over the ``pulsar`` format's rows (the design before)."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
+    from bench.common import stream_plan
     from widehouse.stream import merge
-    from widehouse.stream.plan import TransformPlan, output_schema
     from widehouse.stream.transform import transform
 
-    plan = TransformPlan(catalog, (TABLE,))
+    plans = stream_plan()
+    plan = plans.TransformPlan(catalog, (TABLE,))
     mapped = df.select("value", "__topic", "__messageId", "__publishTime").mapInArrow(
-        functools.partial(transform, plan=plan), from_arrow_schema(output_schema(plan))
+        functools.partial(transform, plan=plan), from_arrow_schema(plans.output_schema(plan))
     )
 
     def run() -> Any:

@@ -40,6 +40,7 @@ def _run(tasks: list[Any], body: Callable[[Any], Iterator[Any]]) -> tuple[float,
 def measure(events: int, runs: int, within: Bench | None = None) -> dict[str, Any]:
     """The sides' CPU over ``events`` demo events, median of ``runs``. ``within``: the calling bench
     (its tenants are dropped, and its session stopped, when it closes); else a bench of its own."""
+    from bench.common import stream_plan
     from bench.stream_wide import Bench, _suffix
     from widehouse.catalog import load_catalog
     from widehouse.generator.options import GenerateOptions
@@ -47,9 +48,9 @@ def measure(events: int, runs: int, within: Bench | None = None) -> dict[str, An
     from widehouse.source.controller import StreamController
     from widehouse.source.options import parse_options, source_options
     from widehouse.source.reader import read_messages, read_task
-    from widehouse.stream.plan import TransformPlan
     from widehouse.stream.transform import transform_packed
 
+    plans = stream_plan()
     bench = within or Bench(Path(tempfile.mkdtemp(prefix="widehouse-bench-read-")), owns_spark=True)
     try:
         suffix = _suffix()
@@ -60,7 +61,7 @@ def measure(events: int, runs: int, within: Bench | None = None) -> dict[str, An
         )
         topics = sorted(manifest.published_name(t) for t in manifest.topics)
         catalog = load_catalog(settings.schemas_dir).relocated(suffix)
-        plan = TransformPlan.for_topics(catalog, topics)
+        plan = plans.TransformPlan.for_topics(catalog, topics)
         options = parse_options(
             source_options(settings.pulsar, topics, startingOffsets="earliest", durableSubscription=False),
             settings.pulsar,

@@ -35,11 +35,12 @@ def source_batches(events: int, rows: int = 8192) -> tuple[Any, list[Any]]:
 
 def run_once(catalog: Any, batches: list[Any]) -> tuple[float, float, int]:
     """(CPU s, wall s, output rows) of one transform over every batch (one input partition)."""
-    from widehouse.stream.plan import TransformPlan
+    from bench.common import stream_plan
     from widehouse.stream.transform import transform
 
+    plans = stream_plan()
     topics = sorted({t for b in batches for t in set(b.column("__topic").to_pylist())})
-    plan = TransformPlan.for_topics(catalog, topics)
+    plan = plans.TransformPlan.for_topics(catalog, topics)
     cpu, wall = time.process_time(), time.perf_counter()
     out = sum(b.num_rows for b in transform(iter(batches), plan))
     return time.process_time() - cpu, time.perf_counter() - wall, out
