@@ -29,7 +29,6 @@ Partial rows are per hour for every table (a day table's hours are merged again 
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -58,21 +57,27 @@ from widehouse.stream.plan import (
 
 
 class _Rows:
-    """One input chunk as the fold reads it: payload and publish ms per row, the topic of each run
-    of consecutive rows, and a row's message id and exact publish time (epoch µs) on demand: only
-    side rows need them, and taking a Pulsar message's id costs more than its payload."""
+    """One input chunk as the fold reads it: payload and publish ms per row, each row's topic (a
+    list, or runs of consecutive rows of one topic), and a row's message id and exact publish time
+    (epoch µs) on demand: only side rows need them, and taking a Pulsar message's id costs more
+    than its payload."""
 
-    __slots__ = ("message_id", "publish_ms", "publish_us", "runs", "values")
+    __slots__ = ("message_id", "publish_ms", "publish_us", "runs", "topics", "values")
 
-    def __init__(
+    def __init__(  # noqa: PLR0917 - a chunk's columns, named at its two makers
         self,
         values: Sequence[bytes | None],
-        runs: Sequence[tuple[str, int]],
+        topics: Sequence[str] | None,
         publish_ms: Sequence[int],
         message_id: Callable[[int], str | None],
         publish_us: Callable[[int], int],
+        runs: Sequence[tuple[str, int]] | None = None,
     ) -> None:
+        if (topics is None) == (runs is None):
+            raise ValueError("a chunk's topics come as a list per row or as runs, one of the two")
         self.values = values
+        self.topics = topics
+        """The topic of every row (the source's Arrow rows), or None: :attr:`runs` says."""
         self.runs = runs
         """(topic, rows) per run of consecutive rows of one topic, in order, covering every row."""
         self.publish_ms = publish_ms
@@ -81,24 +86,20 @@ class _Rows:
 
     @classmethod
     def of_messages(cls, chunk: Messages) -> _Rows:
-        """The read loop's lists as they are (its runs are a topic-partition's each); ids from the
-        chunk's messages when asked."""
+        """The read loop's lists as they are (a run per topic-partition read); ids from the chunk's
+        messages when asked."""
         publish_ms = chunk.publish_ms
         runs = [(topic, rows) for topic, _partition, rows in chunk.runs]
-        return cls(chunk.values, runs, publish_ms, chunk.message_id, lambda i: publish_ms[i] * 1000)
+        return cls(chunk.values, None, publish_ms, chunk.message_id, lambda i: publish_ms[i] * 1000, runs)
 
     @classmethod
     def of_arrow(cls, batch: pa.RecordBatch) -> _Rows:
         """The source's Arrow rows (``value``, ``__topic``, ``__messageId``, ``__publishTime``)."""
         ids = batch.column("__messageId")
         publish_us = _micros(batch.column("__publishTime"))
-        runs = [
-            (topic, len(list(group)))
-            for topic, group in itertools.groupby(batch.column("__topic").to_pylist())
-        ]
         return cls(
             batch.column("value").to_pylist(),
-            runs,
+            batch.column("__topic").to_pylist(),
             [us // 1000 for us in publish_us],
             lambda i: ids[i].as_py(),
             publish_us.__getitem__,
@@ -155,25 +156,29 @@ class _Accumulator:
         self._fold(_Rows.of_messages(batch) if isinstance(batch, Messages) else _Rows.of_arrow(batch))
 
     def _fold(self, rows: _Rows) -> None:
-        """Fold every row, a run of one topic at a time; each row in its own error boundary
-        (:meth:`_internal`). A row's message id is asked for only when a side row (quarantine, late)
-        is written."""
+        """Fold every row, a run of one topic at a time where the chunk comes in runs; each row in
+        its own error boundary (:meth:`_internal`). A row's message id is asked for only when a side
+        row (quarantine, late) is written."""
+        if rows.runs is None:
+            assert rows.topics is not None
+            self._fold_rows(rows, rows.topics)
+            return
         covered = sum(count for _topic, count in rows.runs)
         if covered != len(rows.values):
             raise ValueError(f"the chunk's runs cover {covered} rows, not its {len(rows.values)}")
-        if len(rows.runs) * _RUN_ROWS > covered:  # topics interleaved (the source's Arrow rows)
-            self._fold_rows(rows)
+        if len(rows.runs) * _RUN_ROWS > covered:  # short runs: a row at a time
+            topics: list[str] = []
+            for topic_name, count in rows.runs:
+                topics += [topic_name] * count
+            self._fold_rows(rows, topics)
             return
         start = 0
         for topic_name, count in rows.runs:
             self._fold_run(rows, topic_name, start, start + count)
             start += count
 
-    def _fold_rows(self, rows: _Rows) -> None:
+    def _fold_rows(self, rows: _Rows, topics: Sequence[str]) -> None:
         """:meth:`_fold` a row at a time: each row's topic and publish hour looked up for it."""
-        topics: list[str] = []
-        for topic_name, count in rows.runs:
-            topics += [topic_name] * count
         limit = self.plan.payload_limit
         handlers = self.handlers
         all_stats = self.stats

@@ -471,22 +471,46 @@ def test_whatever_one_message_raises_is_its_quarantine_reason(catalog: Catalog, 
     assert (stats["wh_rows_in"], stats["wh_good"], stats["wh_bad"], stats["wh_late"]) == (3, 2, 1, 0)
 
 
-def test_a_run_that_crosses_publish_hours_back_and_forth_is_counted_per_hour(catalog: Catalog) -> None:
+def _purchases(payloads: list[bytes], publish_ms: list[int], as_runs: bool) -> Any:
+    """Purchase rows as the source's Arrow batch (folded a row at a time) or as the read loop's
+    chunk, one run of the topic (folded a run at a time)."""
+    from widehouse.stream import transform as transform_module
+    from widehouse.stream.transform import _Rows
+
+    if not as_runs:
+        return _Rows.of_arrow(_purchase_batch(payloads, publish_ms))
+    assert len(payloads) >= transform_module._RUN_ROWS  # one run as long: folded as a run
+    return _Rows(
+        payloads,
+        None,
+        publish_ms,
+        lambda i: f"{i}:0:0",
+        lambda i: publish_ms[i] * 1000,
+        runs=[(PURCHASE, len(payloads))],
+    )
+
+
+@pytest.mark.parametrize("as_runs", [True, False])
+def test_a_run_that_crosses_publish_hours_back_and_forth_is_counted_per_hour(
+    catalog: Catalog, as_runs: bool
+) -> None:
     """Hand-made: one topic's rows (a run) published 10:59:59.990, 11:00:00.005, 10:59:59.995 (a
     producer's clock behind), 11:00:01 and 10:00 (late for its hour's counters, still hour 10)."""
     from widehouse.stream.transform import _Accumulator
 
     h10 = 1_790_000_000_000 - 1_790_000_000_000 % HOUR_MS
     h11 = h10 + HOUR_MS
-    publish = [h11 - 10, h11 + 5, h11 - 5, h11 + 1_000, h10]
-    payloads = [json.dumps(_purchase(ms, uid=7, amount_usd=0.99, ts=ms - 1_000)).encode() for ms in publish]
-    payloads[3] = b"{not json"
+    publish = [h11 - 10, h11 + 5, h11 - 5, h11 + 1_000, h10] * 4  # 20 rows: a run long enough
+    payloads = [
+        b"{not json" if ms == h11 + 1_000 else json.dumps(_purchase(ms, uid=7, ts=ms - 1_000)).encode()
+        for ms in publish
+    ]
     acc = _Accumulator(TransformPlan(catalog, ("user_hourly",)))
-    acc.add(_purchase_batch(payloads, publish))
+    acc._fold(_purchases(payloads, publish, as_runs))
     # [in, good, bad, late, max event ms, max publish ms, min publish ms]
     assert acc.stats == {
-        (PURCHASE, h10): [3, 3, 0, 0, h11 - 1_005, h11 - 5, h10],
-        (PURCHASE, h11): [2, 1, 1, 0, h11 + 5 - 1_000, h11 + 1_000, h11 + 5],
+        (PURCHASE, h10): [12, 12, 0, 0, h11 - 1_005, h11 - 5, h10],
+        (PURCHASE, h11): [8, 4, 4, 0, h11 + 5 - 1_000, h11 + 1_000, h11 + 5],
     }
 
 
@@ -498,8 +522,9 @@ def test_the_folds_stretches_of_one_hour(catalog: Catalog) -> None:
     assert _hour_stretches([h - 1, h, h + 5, h - 2, h + HOUR_MS]) == [(0, 1), (1, 3), (3, 4), (4, 5)]
 
 
+@pytest.mark.parametrize("as_runs", [True, False])
 def test_a_topic_whose_handler_cannot_be_made_quarantines_its_rows_and_the_rest_go_on(
-    catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch, as_runs: bool
 ) -> None:
     from widehouse.stream import transform as transform_module
 
@@ -513,15 +538,15 @@ def test_a_topic_whose_handler_cannot_be_made_quarantines_its_rows_and_the_rest_
         return made(topic_name)
 
     monkeypatch.setattr(acc, "_handler", failing)
-    payloads = [json.dumps(_purchase(now, uid=u, amount_usd=0.99)).encode() for u in (1, 2)]
-    acc.add(_purchase_batch(payloads, now))
+    payloads = [json.dumps(_purchase(now, uid=u, amount_usd=0.99)).encode() for u in range(16)]
+    acc._fold(_purchases(payloads, [now] * 16, as_runs))
     out = pa.Table.from_batches(list(acc.batches(output_schema(acc.plan))), schema=output_schema(acc.plan))
     bad = out.filter(pc.equal(out["wh_kind"], "quarantine")).to_pylist()
     assert [(r["wh_reason"], r["wh_detail"]) for r in bad] == [
         ("internal", "RuntimeError: no handler today")
-    ] * 2
+    ] * 16
     ((_slot, counts),) = acc.stats.items()
-    assert counts[:4] == [2, 0, 2, 0]
+    assert counts[:4] == [16, 0, 16, 0]
     assert acc.rows["user_hourly"].rows == {}
 
 
@@ -529,6 +554,22 @@ def test_rows_whose_runs_do_not_cover_them_are_refused(catalog: Catalog) -> None
     from widehouse.stream.transform import _Accumulator, _Rows
 
     acc = _Accumulator(TransformPlan(catalog, ("user_hourly",)))
-    rows = _Rows([b"{}", b"{}"], [(PURCHASE, 1)], [1, 2], str, lambda i: i * 1000)
+    rows = _Rows([b"{}", b"{}"], None, [1, 2], str, lambda i: i * 1000, runs=[(PURCHASE, 1)])
     with pytest.raises(ValueError, match="cover 1 rows, not its 2"):
         acc._fold(rows)
+    with pytest.raises(ValueError, match="one of the two"):
+        _Rows([b"{}"], [PURCHASE], [1], str, lambda i: i * 1000, runs=[(PURCHASE, 1)])
+
+
+@pytest.mark.parametrize("as_runs", [True, False])
+def test_the_latest_event_time_counts_whichever_path_folded_it(catalog: Catalog, as_runs: bool) -> None:
+    """An integer in a double field takes the reference path; the latest event of the hour is one."""
+    from widehouse.stream.transform import _Accumulator
+
+    now = 1_790_000_000_000
+    events = [_purchase(now, uid=u, ts=now - 60_000 + u) for u in range(15)]
+    events.append(_purchase(now, uid=99, ts=now - 1_000, amount_usd=3))  # the latest, an int
+    acc = _Accumulator(TransformPlan(catalog, ("user_hourly",)))
+    acc._fold(_purchases([json.dumps(e).encode() for e in events], [now] * 16, as_runs))
+    ((_slot, counts),) = acc.stats.items()
+    assert counts[:5] == [16, 16, 0, 0, now - 1_000]
