@@ -55,6 +55,12 @@ from widehouse.stream.plan import (
     value_arrow_type,
 )
 
+_RUN_ROWS = 16
+"""A read loop's chunk whose runs of one topic average fewer rows than this is folded a row at a
+time (as the source's Arrow rows are): the per-run set-up (a slice, the hour's counters, the
+handler) costs more than it saves on short runs. A read task's chunks hold a topic-partition's
+messages in one run, hundreds of rows or more."""
+
 
 class _Rows:
     """One input chunk as the fold reads it: payload and publish ms per row, each row's topic (a
@@ -86,11 +92,14 @@ class _Rows:
 
     @classmethod
     def of_messages(cls, chunk: Messages) -> _Rows:
-        """The read loop's lists as they are (a run per topic-partition read); ids from the chunk's
-        messages when asked."""
+        """The read loop's lists as they are (a run per topic-partition read; a topic per row where
+        the runs are short, :data:`_RUN_ROWS`); ids from the chunk's messages when asked."""
         publish_ms = chunk.publish_ms
+        publish_us: Callable[[int], int] = lambda i: publish_ms[i] * 1000  # noqa: E731
+        if len(chunk.runs) * _RUN_ROWS > len(chunk):
+            return cls(chunk.values, chunk.topics(), publish_ms, chunk.message_id, publish_us)
         runs = [(topic, rows) for topic, _partition, rows in chunk.runs]
-        return cls(chunk.values, None, publish_ms, chunk.message_id, lambda i: publish_ms[i] * 1000, runs)
+        return cls(chunk.values, None, publish_ms, chunk.message_id, publish_us, runs)
 
     @classmethod
     def of_arrow(cls, batch: pa.RecordBatch) -> _Rows:
@@ -104,12 +113,6 @@ class _Rows:
             lambda i: ids[i].as_py(),
             publish_us.__getitem__,
         )
-
-
-_RUN_ROWS = 16
-"""A chunk whose runs of one topic average fewer rows than this is folded a row at a time: the
-per-run set-up (a slice, the hour's counters, the handler) costs more than it saves on short runs.
-The read loop's chunks hold a topic-partition's messages in one run, hundreds of rows or more."""
 
 
 class _Accumulator:
@@ -166,12 +169,6 @@ class _Accumulator:
         covered = sum(count for _topic, count in rows.runs)
         if covered != len(rows.values):
             raise ValueError(f"the chunk's runs cover {covered} rows, not its {len(rows.values)}")
-        if len(rows.runs) * _RUN_ROWS > covered:  # short runs: a row at a time
-            topics: list[str] = []
-            for topic_name, count in rows.runs:
-                topics += [topic_name] * count
-            self._fold_rows(rows, topics)
-            return
         start = 0
         for topic_name, count in rows.runs:
             self._fold_run(rows, topic_name, start, start + count)
