@@ -3,15 +3,25 @@
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
 
 from widehouse import clickhouse
 from widehouse.catalog import load_catalog
-from widehouse.contracts.tables import COUNTS, COUNTS_SHAPE, PROGRESS_SHAPE, QUARANTINE, QUARANTINE_SHAPE
+from widehouse.contracts.tables import (
+    COUNTS,
+    COUNTS_SHAPE,
+    LATE,
+    LATE_SHAPE,
+    PROGRESS_SHAPE,
+    QUARANTINE,
+    QUARANTINE_SHAPE,
+)
 from widehouse.settings import Settings
 from widehouse.stream.commits import ClickHouseLedger
 from widehouse.stream.progress import BatchIdentity
@@ -131,7 +141,7 @@ def test_a_replay_after_the_dedup_window_expired_changes_nothing(tmp_path: Path)
         restarted.insert(QUARANTINE, _quarantine_rows(6, ["c"]), six)
         restarted.insert(COUNTS, _counts_row(6), six)
         marks = "SELECT `table` FROM stream_sink_marks WHERE app = 'ledger' AND batch_id = 6"
-        assert client.rows(marks) == [(QUARANTINE,)]
+        assert client.rows(marks) == []  # the quarantine answers for its own batches: no mark
         expire_window()
         again = ClickHouseLedger(lambda: client, "ledger", "g")
         assert again.begin(6) is True  # not committed: the batch runs, but skips what it wrote
@@ -149,11 +159,115 @@ def test_a_replay_after_the_dedup_window_expired_changes_nothing(tmp_path: Path)
         client.close()
 
 
-def test_a_batchs_tables_are_written_side_by_side_each_with_its_mark(
+def _late_rows(batch: int, ids: list[str], group: str = "g") -> pa.Table:
+    # event times with a microsecond: the table keeps milliseconds, 13:00:00.000, below the rows' own
+    return pa.Table.from_pylist(
+        [
+            {"app": "ledger", "group": group, "batch_id": batch, "topic": f"persistent://t/n/{m[0]}",
+             "message_id": m, "publish_time": dt.datetime(2024, 5, 1, 15, tzinfo=dt.UTC),
+             "event_time": dt.datetime(2024, 5, 1, 13, 0, 0, 1, tzinfo=dt.UTC), "key": "k",
+             "payload": b"{}", "payload_bytes": 2}
+            for m in ids
+        ],
+        schema=LATE_SHAPE.arrow_schema(),
+    )  # fmt: skip
+
+
+def test_the_quarantine_and_late_tables_answer_for_the_batch_a_crash_cut_short(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The first batch of a run that is not committed may have been cut short: its quarantine and late
+    rows are skipped where the table already holds all of them (the same app, group and batch id,
+    among the replayed rows' topics and time range), sent again where it holds none or only some. The
+    run's later batches ask nothing. Each replay below comes after the deduplication window expired,
+    so only the table's own answer keeps the counts exact."""
+    from tests.conftest import settings_for
+    from widehouse.clickhouse.client import ClickHouse
+
+    database = f"traced_{uuid.uuid4().hex[:8]}"
+    client = clickhouse.connect(settings_for(tmp_path, WIDEHOUSE_CLICKHOUSE_DATABASE=database).clickhouse)
+    asked: list[str] = []
+    rows_of = ClickHouse.rows
+
+    def rows(self: ClickHouse, sql: str, *args: Any, **kwargs: Any) -> list[tuple[Any, ...]]:
+        if sql.startswith("SELECT count() FROM") and "topic IN" in sql:
+            asked.append(sql.split()[3])
+        return rows_of(self, sql, *args, **kwargs)
+
+    monkeypatch.setattr(ClickHouse, "rows", rows)
+    caplog.set_level(logging.INFO, logger="widehouse.stream")
+    try:
+        ensure_clickhouse(client, load_catalog(settings_for(tmp_path).schemas_dir))
+        for table in (QUARANTINE, LATE):
+            client.command(f"ALTER TABLE {table} MODIFY SETTING non_replicated_deduplication_window = 1")
+
+        def expire_window(n: int) -> None:
+            # another app's inserts push the tokens out of the window; its late row has batch 4's id,
+            # topic and time: not this app's
+            for table, data in ((QUARANTINE, _quarantine_rows(4, ["z"])), (LATE, _late_rows(4, ["c1"]))):
+                other = data.set_column(0, "app", pa.array(["other"] * data.num_rows))
+                client.insert(table, other, f"other:{n}:{table}")
+
+        late = "SELECT count() FROM late_events WHERE app = 'ledger' AND `group` = 'g'"
+        quarantined = "SELECT count() FROM quarantine WHERE app = 'ledger' AND `group` = 'g'"
+        # batch 3: both tables written, then a crash before the progress rows (no marks made)
+        first = ClickHouseLedger(lambda: client, "ledger", "g")
+        three = BatchIdentity("ledger", "g", 3)
+        assert first.begin(3) is True
+        writes = [(QUARANTINE, _quarantine_rows(3, ["a", "b"])), (LATE, _late_rows(3, ["a1", "b1"]))]
+        assert first.insert_all(writes, three) == 4
+        assert client.rows("SELECT count() FROM stream_sink_marks") == [(0,)]
+        expire_window(1)
+        asked.clear()
+        again = ClickHouseLedger(lambda: client, "ledger", "g")
+        assert again.begin(3) is True
+        assert again.insert_all(writes, three) == 0
+        assert sorted(asked) == [LATE, QUARANTINE]
+        assert "late_events already holds its 2 rows" in caplog.text
+        assert client.rows(late) == [(2,)]
+        assert client.rows(quarantined) == [(2,)]
+        again.commit(three, _progress_row(3))
+
+        # batch 4 cut short: the late table holds one of its two rows (as a large insert cut between
+        # its blocks would), the quarantine none; another group's row of batch 4 is not this group's
+        client.insert(LATE, _late_rows(4, ["c1"]), "partly")
+        client.insert(LATE, _late_rows(4, ["c1"], group="h"), "h:4:late")
+        expire_window(2)
+        asked.clear()
+        third = ClickHouseLedger(lambda: client, "ledger", "g")
+        four = BatchIdentity("ledger", "g", 4)
+        assert third.begin(4) is True
+        sent = third.insert_all(
+            [(QUARANTINE, _quarantine_rows(4, ["c"])), (LATE, _late_rows(4, ["c1", "d1"]))], four
+        )
+        assert sent == 3
+        assert "late_events holds 1 of its 2 rows" in caplog.text
+        assert client.rows(quarantined) == [(3,)]
+        third.commit(four, _progress_row(4))
+
+        # the run's next batch is not suspect: nothing is asked
+        asked.clear()
+        assert third.begin(5) is True
+        assert (
+            third.insert_all(
+                [(QUARANTINE, _quarantine_rows(5, ["e"])), (LATE, _late_rows(5, ["e1"]))],
+                BatchIdentity("ledger", "g", 5),
+            )
+            == 2
+        )
+        assert asked == []
+        assert client.rows("SELECT count() FROM stream_sink_marks") == [(0,)]
+    finally:
+        client.command(f"DROP DATABASE IF EXISTS `{database}`")
+        client.close()
+
+
+def test_a_batchs_tables_are_written_side_by_side_then_marked_in_one_insert(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``insert_all`` writes several tables at once, each on a connection of its own. One table's
-    failure is raised after the others ended, their marks written; the replay writes that table only."""
+    """``insert_all`` writes several tables at once, each on a connection of its own, then marks them
+    all in one insert. One table's failure is raised after the others ended and were marked; the
+    replay writes that table only."""
     import threading
 
     from tests.conftest import settings_for
@@ -164,8 +278,12 @@ def test_a_batchs_tables_are_written_side_by_side_each_with_its_mark(
     writers: list[tuple[str, int]] = []
     insert = ClickHouse.insert
 
+    marks: list[int] = []  # rows per insert of marks
+
     def recorded(self: ClickHouse, table: str, data: pa.Table, token: str, **options: bool) -> int:
-        if table != "stream_sink_marks":
+        if table == "stream_sink_marks":
+            marks.append(data.num_rows)
+        else:
             writers.append((threading.current_thread().name, id(self)))
         return insert(self, table, data, token, **options)
 
@@ -195,6 +313,7 @@ def test_a_batchs_tables_are_written_side_by_side_each_with_its_mark(
         assert client.rows(counts) == [(3, 2, 1)]
         marked = "SELECT `table` FROM stream_sink_marks WHERE app = 'lanes' AND batch_id = 1 ORDER BY `table`"
         assert client.rows(marked) == [("t1",), ("t2",), ("t3",)]
+        assert marks == [3]  # one insert marks every table written, once their inserts ended
 
         client.command("CREATE TABLE later (k UInt64) ENGINE = MergeTree ORDER BY k")
         again = ClickHouseLedger(lambda: client, "lanes", "g")  # the restarted query's
@@ -203,6 +322,7 @@ def test_a_batchs_tables_are_written_side_by_side_each_with_its_mark(
         assert client.rows(counts) == [(3, 2, 1)]
         assert client.rows("SELECT count() FROM later") == [(4,)]
         assert [t for (t,) in client.rows(marked)] == ["later", "t1", "t2", "t3"]
+        assert marks == [3, 1]
     finally:
         for ledger_ in (ledger, again):
             if ledger_ is not None:

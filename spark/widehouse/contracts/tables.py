@@ -131,6 +131,13 @@ COLLAPSED_ON_REPLAY: frozenset[str] = frozenset({COUNTS})
 sink writes them beside the batch's other tables and without a sink mark: a replay may write them again.
 """
 
+BATCH_TRACED: dict[str, str] = {QUARANTINE: "publish_time", LATE: "event_time"}
+"""The stream's ClickHouse tables that answer for their own batches, by the time column of their
+sorting key: one row per message, each carrying its app, group and batch id, sorted by (topic, that
+time). A replay after a crash asks the table how many of the batch's rows it holds, among the rows
+of the replayed rows' topics and time range (cheap on a large table: the sorting key narrows it),
+instead of a sink mark (:mod:`widehouse.stream.commits`)."""
+
 MARKS_SHAPE = Shape(
     MARKS,
     (
@@ -144,11 +151,11 @@ MARKS_SHAPE = Shape(
     order_by=("app", "group", "batch_id", "table"),
     engine="ReplacingMergeTree",
 )
-"""One row per ClickHouse table a batch has written (but :data:`COLLAPSED_ON_REPLAY`), inserted
-right after that table's insert. The group's last committed batch comes from ``stream_progress``
-(written last); these marks tell, for the one batch a crash may have left half-written, which tables
-already hold it, so its replay skips them whatever happened to the deduplication window meanwhile
-(:mod:`widehouse.stream.commits`)."""
+"""One row per ClickHouse table a batch has written (but :data:`COLLAPSED_ON_REPLAY` and
+:data:`BATCH_TRACED`), all of a batch's rows in one insert once its tables' inserts have ended. The
+group's last committed batch comes from ``stream_progress`` (written last); these marks tell, for
+the one batch a crash may have left half-written, which tables already hold it, so its replay skips
+them whatever happened to the deduplication window meanwhile (:mod:`widehouse.stream.commits`)."""
 
 STREAM_SHAPES: tuple[Shape, ...] = (*SIDE_SHAPES.values(), COUNTS_SHAPE, MARKS_SHAPE)
 """Every ClickHouse table of the stream besides the catalog's wide tables."""
