@@ -300,6 +300,9 @@ def test_a_batchs_tables_are_written_side_by_side_then_marked_in_one_insert(
         writes = [("t1", rows(3)), ("t2", rows(2)), ("later", rows(4)), ("t3", rows(1)), ("t4", rows(0))]
         batch = BatchIdentity("lanes", "g", 1)
         ledger = ClickHouseLedger(lambda: client, "lanes", "g")
+        ledger.open_lanes()  # as a run's first batch does while it reads
+        opened = {id(lane) for lane in ledger._siblings}
+        assert len(opened) == ledger.lanes
         first: list[str] = []
         assert ledger.begin(1) is True
         with pytest.raises(Exception, match="later"):  # the table does not exist yet
@@ -309,6 +312,7 @@ def test_a_batchs_tables_are_written_side_by_side_then_marked_in_one_insert(
         assert len(first) == 1
         assert len({thread for thread, _ in writers}) > 1  # side by side
         assert id(client) not in {conn for _, conn in writers}  # on connections of their own
+        assert {conn for _, conn in writers} <= opened  # the ones opened ahead
         counts = "SELECT (SELECT count() FROM t1), (SELECT count() FROM t2), (SELECT count() FROM t3)"
         assert client.rows(counts) == [(3, 2, 1)]
         marked = "SELECT `table` FROM stream_sink_marks WHERE app = 'lanes' AND batch_id = 1 ORDER BY `table`"

@@ -41,6 +41,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import queue
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -121,6 +122,7 @@ class ClickHouseLedger:
     _written: set[str] = field(default_factory=set)
     """Tables that already hold the batch in flight."""
     _siblings: list[ClickHouse] = field(default_factory=list)
+    _lanes_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _suspect: int | None = None
     """The batch in flight when a crash may have cut it short (the run's first, not committed): its
     :data:`~widehouse.contracts.tables.BATCH_TRACED` tables are asked whether they hold it."""
@@ -243,19 +245,27 @@ class ClickHouseLedger:
                 exc,
             )
 
+    def open_lanes(self) -> None:
+        """Open every lane's connection now (each costs a few round trips: the client asks the
+        server for its version, time zone and settings), so a run's first batch does not wait for
+        them in its inserts; :meth:`insert_all` opens any still missing itself."""
+        self._lanes(self.lanes)
+
     def _lanes(self, wanted: int) -> list[ClickHouse]:
         """``wanted`` connections of their own (at least one): siblings of ``client``, made once."""
         client = self.client()
-        while len(self._siblings) < wanted:
-            sibling = client.sibling()
-            if sibling is client:  # no second connection to this engine
-                return [client]
-            self._siblings.append(sibling)
-        return self._siblings[: max(wanted, 1)] if self._siblings else [client]
+        with self._lanes_lock:
+            while len(self._siblings) < wanted:
+                sibling = client.sibling()
+                if sibling is client:  # no second connection to this engine
+                    return [client]
+                self._siblings.append(sibling)
+            return self._siblings[: max(wanted, 1)] if self._siblings else [client]
 
     def close(self) -> None:
         """Close the lanes' connections (``client`` is the caller's)."""
-        siblings, self._siblings = self._siblings, []
+        with self._lanes_lock:
+            siblings, self._siblings = self._siblings, []
         for sibling in siblings:
             sibling.close()
 

@@ -9,6 +9,7 @@ integration tests' (``tests/integration/test_stream_wide.py``).
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 import time
 from pathlib import Path
@@ -28,6 +29,9 @@ class _Ledger:
 
     def begin(self, batch_id: int) -> bool:
         return True
+
+    def open_lanes(self) -> None:
+        pass
 
     def close(self) -> None:
         pass
@@ -364,3 +368,88 @@ def test_a_record_that_cannot_be_dropped_is_logged_and_the_batchs_own_error_rais
         writer.close()
     assert "batch 4: the replay guard's record was not dropped: read-only file system" in caplog.text
     assert len(files.files) == 1  # the record stays: such a replay is refused, as after a kill
+
+
+_TOTALS = {
+    "rows_in": 0,
+    "rows_out": 0,
+    "bad": 0,
+    "late": 0,
+    "lag": 0,
+    "watermark": dt.datetime(2024, 5, 1, tzinfo=dt.UTC),
+}
+"""A batch's group progress row, stood in for (the log line reads it)."""
+
+
+class _LanesLedger(_Ledger):
+    """Records when and where its lanes are opened; ``fail`` makes opening them raise."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.opened: list[str] = []
+        self.open = threading.Event()
+        self.fail = fail
+
+    def open_lanes(self) -> None:
+        self.opened.append(threading.current_thread().name)
+        self.open.set()
+        if self.fail:
+            raise OSError("connection refused")
+
+
+class _ReadingFrame:
+    """A batch's read that waits (up to WAIT seconds) for the ledger's lanes to be opening."""
+
+    def __init__(self, ledger: _LanesLedger) -> None:
+        self.ledger = ledger
+        self.saw_lanes: list[bool] = []
+
+    def toArrow(self) -> None:
+        self.saw_lanes.append(self.ledger.open.wait(WAIT))
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_the_first_batch_opens_the_clickhouse_lanes_while_its_tasks_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fail: bool
+) -> None:
+    """A run's first batch opens the ledger's connections on the writer's thread during its read,
+    before the reads that precede the sinks (``_ahead``, next on that thread); later batches do not
+    open them again, and a writer without ClickHouse never does. A failure to open them is left to
+    the inserts (stood in for here), which open what is missing and raise the batch's error."""
+    writer = _writer(tmp_path)
+    ledger = writer.ledger = _LanesLedger(fail)
+    written = _recording_sinks(writer)
+    order: list[str] = []
+
+    def ahead(identity: BatchIdentity) -> Any:
+        from widehouse.source.metrics import BatchLog
+        from widehouse.stream.spark.batch import Ready
+
+        order.append(f"ahead after {len(ledger.opened)} openings")
+        return Ready(True, BatchLog([], None), recorded=False)
+
+    _standing_merge(monkeypatch, lambda out, plan: out)
+    monkeypatch.setattr("widehouse.stream.spark.batch.progress_rows", lambda *args: [_TOTALS])
+    writer._ahead = ahead
+    writer._write_progress = lambda rows, identity, write_clickhouse: None
+    frame = _ReadingFrame(ledger)
+    try:
+        writer._write(frame, 0)
+        writer._write(frame, 1)
+    finally:
+        writer.close()
+    assert frame.saw_lanes[0] is True  # the first read saw them opening (opened after it: waits WAIT)
+    assert len(ledger.opened) == 1
+    assert ledger.opened[0].startswith("sinks-")  # the writer's thread
+    assert order == ["ahead after 1 openings"] * 2
+    assert written == ["clickhouse", "delta"] * 2
+
+    only_delta = _writer(tmp_path / "d", sinks=("delta",))
+    delta_ledger = only_delta.ledger = _LanesLedger()
+    _recording_sinks(only_delta)
+    only_delta._ahead = ahead
+    only_delta._write_progress = lambda rows, identity, write_clickhouse: None
+    try:
+        only_delta._write(_Frame(), 0)
+    finally:
+        only_delta.close()
+    assert delta_ledger.opened == []

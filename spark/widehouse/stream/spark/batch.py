@@ -127,6 +127,8 @@ class BatchWriter:
     """Set while no micro-batch of this group is being written (a clean stop waits for it)."""
     fingerprint: str = field(init=False)
     """The part of the catalog the group uses (:func:`widehouse.stream.replay_guard.group_fingerprint`)."""
+    _lanes_opened: bool = field(default=False, init=False, repr=False)
+    """The ledger's ClickHouse lanes were asked to open ahead (the first batch does it)."""
     _sinks_pool: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
     """The writer's thread (made by the first batch): a batch's :meth:`_ahead` while the driver merges,
     then Delta's appends beside ClickHouse's inserts."""
@@ -168,6 +170,11 @@ class BatchWriter:
         started = time.time()
         clock = _Clock()
         identity = BatchIdentity(self.app, self.group, batch_id)
+        if not self._lanes_opened and "clickhouse" in self.sinks:
+            # the first batch's ClickHouse connections open on the writer's thread while its tasks
+            # read, ahead of _ahead (the thread runs one thing at a time, in order)
+            self._lanes_opened = True
+            self._pool().submit(self._open_lanes)
         # One Spark job reads the batch once, transformed inside the reading tasks (the group's
         # source, widehouse.stream.spark.source), and brings the (already collapsed) output to the
         # driver as Arrow IPC bytes; both sinks then write the same Arrow data: no recomputation,
@@ -257,6 +264,14 @@ class BatchWriter:
                 identity.batch_id,
                 exc,
             )
+
+    def _open_lanes(self) -> None:
+        """Open the ledger's lanes; a failure is left to the inserts, which open what is missing and
+        raise with the full explanation."""
+        try:
+            self.ledger.open_lanes()
+        except Exception as exc:  # the batch's inserts raise it again, where it is the batch's error
+            log.debug("group %s: the ClickHouse lanes did not open ahead: %s", self.group, exc)
 
     def _pool(self) -> ThreadPoolExecutor:
         if self._sinks_pool is None:
