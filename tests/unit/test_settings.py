@@ -51,6 +51,7 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     ),
     "WIDEHOUSE_CLICKHOUSE_DATABASE": ("analytics", "analytics"),
     "WIDEHOUSE_CLICKHOUSE_CLUSTER": ("prod-ch.eu_1", "prod-ch.eu_1"),
+    "WIDEHOUSE_CLICKHOUSE_COMPRESSION": (" ZSTD ", "zstd"),
     "WIDEHOUSE_DELTA_ROOT": ("s3a://lake/widehouse", "s3a://lake/widehouse"),
     "WIDEHOUSE_DELTA_BRONZE_RETENTION_SECONDS": ("3600", 3600),
     "WIDEHOUSE_DELTA_BRONZE_UPKEEP_SECONDS": ("0", 0.0),
@@ -372,6 +373,26 @@ def test_local_clickhouse_url_quotes_the_password(tmp_path: Path) -> None:
     assert "p@ss" not in repr(local)
 
 
+@pytest.mark.parametrize(
+    ("dsn", "compression", "expected"),
+    [
+        ("http://wh:pw@127.0.0.1:8123/wh", "auto", None),
+        ("http://wh:pw@127.8.0.1:8123/wh", "auto", None),
+        ("http://wh:pw@localhost:8123/wh", "auto", None),
+        ("http://wh:pw@[::1]:8123/wh", "auto", None),
+        ("http://wh:pw@ch.prod:8123/wh", "auto", "lz4"),
+        ("https://wh:pw@10.0.0.7:8443/wh", "auto", "lz4"),
+        ("http://wh:pw@127.0.0.1:8123/wh", "zstd", "zstd"),
+        ("http://wh:pw@127.0.0.1:8123/wh", "lz4", "lz4"),
+        ("http://wh:pw@ch.prod:8123/wh", "none", None),
+    ],
+)
+def test_clickhouse_wire_compression_is_off_on_loopback_unless_set(
+    dsn: str, compression: str, expected: str | None
+) -> None:
+    assert ClickHouseSettings(dsn, compression=compression).wire_compression() == expected
+
+
 def test_the_default_dsn_is_the_local_service() -> None:
     env = {**BASE, "WIDEHOUSE_CLICKHOUSE_PASSWORD": "p@ss", "WIDEHOUSE_CLICKHOUSE_PORT": "18123"}
     s = load_settings(env)
@@ -413,6 +434,7 @@ def test_the_default_dsn_is_the_local_service() -> None:
         ("WIDEHOUSE_CLICKHOUSE_DATABASE", "wh; DROP TABLE x", "plain identifier"),
         ("WIDEHOUSE_CLICKHOUSE_CLUSTER", "prod' SYNC", "letters, digits, '_', '.' or '-'"),
         ("WIDEHOUSE_CLICKHOUSE_CLUSTER", "9nodes", "starting with a letter or '_'"),
+        ("WIDEHOUSE_CLICKHOUSE_COMPRESSION", "gzip", "expected one of auto, none, lz4, zstd"),
         ("WIDEHOUSE_CLICKHOUSE_USER", "1st", "starting with a letter"),
         ("WIDEHOUSE_CLICKHOUSE_HANDLES", "0", "positive integer"),
         ("WIDEHOUSE_HIVE_METASTORE_URI", "http://ms:9083", "scheme must be one of thrift"),

@@ -358,7 +358,11 @@ def connect(settings: ClickHouseSettings, create_database: bool = True, **client
                 private_dir(Path(path))
             driver = clickhouse_connect.get_client(interface="chdb", path=path or ":memory:", **client_kwargs)
         else:
-            driver = clickhouse_connect.get_client(dsn=_server_dsn(settings.dsn), **client_kwargs)
+            compression = settings.wire_compression()
+            options: dict[str, Any] = {"compress": compression if compression is not None else False}
+            driver = clickhouse_connect.get_client(
+                dsn=_server_dsn(settings.dsn), **{**options, **client_kwargs}
+            )
         if create_database:
             driver.command(database_ddl(database, cluster=settings.cluster))
         driver.database = database

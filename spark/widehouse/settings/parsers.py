@@ -178,6 +178,11 @@ def parse_supervisor_mode(value: str) -> str:
 
 
 PULSAR_AUTH_MODES = ("none", "token")
+CLICKHOUSE_COMPRESSIONS = ("auto", "none", "lz4", "zstd")
+
+
+def parse_clickhouse_compression(value: str) -> str:
+    return _one_of(value, CLICKHOUSE_COMPRESSIONS)
 
 
 def parse_pulsar_auth(value: str) -> str:

@@ -17,6 +17,7 @@ from widehouse.settings.masking import mask_spark_conf
 from widehouse.settings.parsers import (
     parse_bool,
     parse_clickhouse_cluster,
+    parse_clickhouse_compression,
     parse_clickhouse_dsn,
     parse_compact_files,
     parse_dir,
@@ -133,6 +134,15 @@ SERVICE_VARIABLES: tuple[Variable[Any], ...] = (
         "ClickHouse cluster (a `remote_servers` name) to create the tables on: replicated engines, "
         "wide tables sharded by key behind Distributed tables, idempotency records written with a "
         "quorum and read with sequential consistency. Unset (or `none`): one server.",
+    ),
+    Variable(
+        "WIDEHOUSE_CLICKHOUSE_COMPRESSION",
+        "auto",
+        parse_clickhouse_compression,
+        "clickhouse.compression",
+        "ClickHouse: how inserts and answers travel: `lz4` or `zstd` compressed, or `none`. `auto`: "
+        "none to a server on this machine (a loopback host: compressing costs both sides CPU and "
+        "saves no network), lz4 to any other.",
     ),
     Variable(
         "WIDEHOUSE_DELTA_ROOT",
