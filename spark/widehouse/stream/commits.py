@@ -303,11 +303,8 @@ class ClickHouseLedger:
             "group": identity.group,
             "batch": identity.batch_id,
         }
-        held = int(
-            client.rows(_HELD.format(table=table, time=BATCH_TRACED[table]), parameters, consistent=True)[0][
-                0
-            ]
-        )
+        sql = _HELD.format(table=table, time=BATCH_TRACED[table])
+        held = int(client.rows(sql, parameters, consistent=True)[0][0])
         if held >= data.num_rows:
             log.info(
                 "group %s batch %d: replay after a crash; %s already holds its %d rows, skipped",
