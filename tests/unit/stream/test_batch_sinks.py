@@ -175,6 +175,117 @@ def test_one_sink_alone(tmp_path: Path) -> None:
         only_clickhouse.close()
 
 
+class _ProgressLedger(_Ledger):
+    """Its progress commit waits (up to WAIT seconds) for Delta's progress append to be running."""
+
+    def __init__(self, appending: threading.Event, fail: bool = False) -> None:
+        self.appending = appending
+        self.committing = threading.Event()
+        self.fail = fail
+        self.saw_delta: list[bool] = []
+
+    def commit(self, identity: BatchIdentity, progress: Any) -> None:
+        self.committing.set()
+        self.saw_delta.append(self.appending.wait(WAIT))
+        if self.fail:
+            raise ConnectionError("ClickHouse went away")
+
+
+class _ProgressBronze:
+    """Delta's progress append: waits for ClickHouse's commit to be running, then ``sleep`` seconds."""
+
+    def __init__(self, ledger: _ProgressLedger, sleep: float = 0.0, fail: bool = False) -> None:
+        self.ledger = ledger
+        self.sleep = sleep
+        self.fail = fail
+        self.saw_clickhouse: list[bool] = []
+        self.ended: list[str] = []
+
+    def append(self, table: Any, data: Any, app_id: str, version: int) -> None:
+        self.ledger.appending.set()
+        self.saw_clickhouse.append(self.ledger.committing.wait(WAIT))
+        time.sleep(self.sleep)
+        self.ended.append(table.name)
+        if self.fail:
+            raise OSError("disk full")
+
+
+def _progress(writer: Any, write_clickhouse: bool = True) -> None:
+    writer._write_progress([], BatchIdentity("app", "g001", 3), write_clickhouse)
+
+
+def test_the_progress_rows_go_to_both_sinks_side_by_side(tmp_path: Path) -> None:
+    """The batch's commit in ClickHouse and in Delta run at once: each waits for the other to have
+    started (one after the other, the first would wait WAIT seconds and see False)."""
+    from widehouse.contracts.tables import PROGRESS
+
+    writer = _writer(tmp_path)
+    ledger = writer.ledger = _ProgressLedger(threading.Event())
+    bronze = writer.bronze = _ProgressBronze(ledger)
+    try:
+        _progress(writer)
+    finally:
+        writer.close()
+    assert ledger.saw_delta == [True]
+    assert bronze.saw_clickhouse == [True]
+    assert bronze.ended == [PROGRESS]
+
+
+def test_a_failed_progress_commit_is_raised_once_deltas_has_ended(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    writer = _writer(tmp_path)
+    ledger = writer.ledger = _ProgressLedger(threading.Event(), fail=True)
+    bronze = writer.bronze = _ProgressBronze(ledger, sleep=0.3, fail=True)
+    try:
+        with (
+            caplog.at_level("WARNING", logger="widehouse.stream"),
+            pytest.raises(ConnectionError, match="went away"),
+        ):
+            _progress(writer)
+        assert len(bronze.ended) == 1  # no append outlives its batch
+    finally:
+        writer.close()
+    assert "batch 3: the Delta progress failed too: disk full" in caplog.text
+
+
+def test_a_failed_progress_append_is_raised_after_clickhouse_committed(tmp_path: Path) -> None:
+    writer = _writer(tmp_path)
+    ledger = writer.ledger = _ProgressLedger(threading.Event())
+    writer.bronze = _ProgressBronze(ledger, fail=True)
+    try:
+        with pytest.raises(OSError, match="disk full"):
+            _progress(writer)
+    finally:
+        writer.close()
+    assert ledger.saw_delta == [True]
+
+
+def test_progress_to_one_sink_alone(tmp_path: Path) -> None:
+    """Without Delta, ClickHouse's commit alone (no thread); a batch ClickHouse already holds commits
+    in Delta only."""
+    only_clickhouse = _writer(tmp_path / "c", sinks=("clickhouse",))
+    ledger = only_clickhouse.ledger = _ProgressLedger(threading.Event())
+    ledger.appending.set()  # nothing to wait for
+    try:
+        _progress(only_clickhouse)
+    finally:
+        only_clickhouse.close()
+    assert ledger.saw_delta == [True]
+    assert only_clickhouse._sinks_pool is None
+
+    held = _writer(tmp_path / "h")
+    held_ledger = held.ledger = _ProgressLedger(threading.Event())
+    held_ledger.committing.set()  # Delta's append would wait for it
+    bronze = held.bronze = _ProgressBronze(held_ledger)
+    try:
+        _progress(held, write_clickhouse=False)
+    finally:
+        held.close()
+    assert held_ledger.saw_delta == []
+    assert len(bronze.ended) == 1
+
+
 class _StopError(Exception):
     """Ends a batch where a test has seen enough."""
 

@@ -23,7 +23,7 @@
    quarantine and late tables, appended from the driver with delta-rs (:mod:`widehouse.stream.bronze`,
    no Spark job); once both have ended, the progress rows (per
    topic: rows in/out, bad, late, lag, max event time, publish-time range; per group: the
-   watermark), again without a Spark job.
+   watermark), again without a Spark job and again to the two sinks side by side.
 
 Progress rows and the group's watermark are computed by :mod:`widehouse.stream.progress`.
 """
@@ -301,24 +301,37 @@ class BatchWriter:
         The ``delta`` lap is the wait for Delta after ClickHouse ended (the wall it adds).
         """
         batch_id = identity.batch_id
-        delta: Future[None] | None = None
-        if "delta" in self.sinks:
-            delta = self._pool().submit(self._write_delta, outputs, identity)
-        try:
+
+        def clickhouse() -> None:
             if write_clickhouse:
                 self._write_clickhouse(outputs, counts, identity)
                 clock.lap("clickhouse")
             self._raise_at("after-clickhouse", batch_id)
-        except BaseException:
-            # ClickHouse's failure is the batch's; Delta's, if any, is logged (exception() waits)
-            error = delta.exception() if delta is not None else None
-            if error is not None:
-                log.warning("group %s batch %d: the Delta sink failed too: %s", self.group, batch_id, error)
-            raise
+
+        delta = (lambda: self._write_delta(outputs, identity)) if "delta" in self.sinks else None
+        self._side_by_side(batch_id, clickhouse, delta, "sink")
         if delta is not None:
-            delta.result()
             clock.lap("delta")
         self._raise_at("after-delta", batch_id)
+
+    def _side_by_side(
+        self, batch_id: int, here: Callable[[], None], delta: Callable[[], None] | None, what: str
+    ) -> None:
+        """``here`` (ClickHouse's part) on this thread while ``delta`` runs on the writer's thread.
+        A failure is raised once both have ended, ``here``'s before Delta's (Delta's is then logged,
+        naming ``what``), so no write outlives its batch."""
+        future: Future[None] | None = self._pool().submit(delta) if delta is not None else None
+        try:
+            here()
+        except BaseException:
+            error = future.exception() if future is not None else None  # exception() waits
+            if error is not None:
+                log.warning(
+                    "group %s batch %d: the Delta %s failed too: %s", self.group, batch_id, what, error
+                )
+            raise
+        if future is not None:
+            future.result()
 
     def _write_clickhouse(self, outputs: BatchOutputs, counts: pa.Table, identity: BatchIdentity) -> None:
         """Each table's rows and the batch's counts, several tables at once, unless this group already
@@ -373,17 +386,25 @@ class BatchWriter:
     def _write_progress(
         self, rows: list[dict[str, Any]], identity: BatchIdentity, write_clickhouse: bool
     ) -> None:
-        """The progress rows, the batch's commit mark in each sink; no Spark job."""
+        """The progress rows, the batch's commit mark in each sink, the two side by side (each sink's
+        commit stands on its own: the order of the two does not matter to a replay); no Spark job."""
         import pyarrow as pa
 
         table = pa.Table.from_pylist(rows, schema=PROGRESS_SHAPE.arrow_schema())
-        if write_clickhouse:
-            self.ledger.commit(identity, table)
-        if "delta" in self.sinks:
+
+        def clickhouse() -> None:
+            if write_clickhouse:
+                self.ledger.commit(identity, table)
+
+        def delta() -> None:
             progress = self.bronze_tables[PROGRESS]
             self.bronze.append(
                 progress, with_date(table, "batch_time"), identity.txn_app_id(PROGRESS), identity.batch_id
             )
+
+        self._side_by_side(
+            identity.batch_id, clickhouse, delta if "delta" in self.sinks else None, "progress"
+        )
 
 
 class _Clock:
