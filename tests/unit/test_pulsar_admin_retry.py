@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from widehouse.errors import PulsarError
-from widehouse.pulsar.admin import BUSY_ATTEMPTS, PulsarAdmin, SubscriptionBusyError
+from widehouse.pulsar.admin import BUSY_ATTEMPTS, CursorResetRefusedError, PulsarAdmin, SubscriptionBusyError
 from widehouse.pulsar.positions import Position
 from widehouse.settings import PulsarSettings
 
@@ -183,4 +183,5 @@ def test_another_precondition_failure_is_not_retried(
     with _admin(url) as admin, pytest.raises(PulsarError, match=r"answered 412: .*not supported") as raised:
         admin.reset_cursor("persistent://t/ns/a", "widehouse-app", Position(1, 2))
     assert not isinstance(raised.value, SubscriptionBusyError)
+    assert isinstance(raised.value, CursorResetRefusedError)  # a caller may leave it for later
     assert len(seen) == 1

@@ -53,6 +53,13 @@ class SubscriptionBusyError(PulsarError):
     partitions of a grown topic. Transient; :meth:`PulsarAdmin.reset_cursor` retries it first."""
 
 
+class CursorResetRefusedError(PulsarError):
+    """The broker refused a cursor reset with 412 for another reason than a busy subscription, e.g.
+    "unable to persist readPosition for cursor reset" while a restarted standalone broker recovers
+    its storage (on this box for up to ~2 minutes after a SIGKILL). Not retried here: the caller
+    decides whether the reset may wait (the source's subscriptions retry at the next trigger)."""
+
+
 BUSY_ATTEMPTS = 6  # reset attempts while the subscription is busy: ~6 s of backoff in all
 
 
@@ -361,7 +368,7 @@ class PulsarAdmin:
                 return
             reason = response.text.strip()[:300]
             if "busy" not in reason.lower() and "fence" not in reason.lower():
-                raise PulsarError(f"Pulsar admin {method} {shown} answered 412: {reason}")
+                raise CursorResetRefusedError(f"Pulsar admin {method} {shown} answered 412: {reason}")
             if attempt + 1 < BUSY_ATTEMPTS:
                 time.sleep(min(2.0, 0.1 * 2**attempt))
         raise SubscriptionBusyError(

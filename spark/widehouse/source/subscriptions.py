@@ -31,7 +31,12 @@ from typing import Any
 from widehouse.contracts.identity import SUBSCRIPTION_PREFIX, subscription_name, validate_app_id
 from widehouse.errors import PulsarError
 from widehouse.pulsar import bulk
-from widehouse.pulsar.admin import SubscriptionBusyError, TopicNotFoundError, create_subscription_request
+from widehouse.pulsar.admin import (
+    CursorResetRefusedError,
+    SubscriptionBusyError,
+    TopicNotFoundError,
+    create_subscription_request,
+)
 from widehouse.pulsar.positions import Mark, Position, TopicPartition
 from widehouse.settings import PulsarSettings
 from widehouse.source.broker import BrokerView
@@ -125,8 +130,10 @@ class SubscriptionKeeper:
             except TopicNotFoundError:
                 log.info("%s vanished before subscription %s could be set up", tp, self.name)
                 return None
-            except SubscriptionBusyError as exc:
+            except (SubscriptionBusyError, CursorResetRefusedError) as exc:
                 # left unattached: the next trigger tries again; the query goes on reading meanwhile
+                # (it reads with readers from the checkpoint's offsets; the subscription only holds
+                # retention, and stays where the app's last commit moved it until then)
                 log.warning("subscription %s of %s not set up, retried next trigger: %s", self.name, tp, exc)
                 return None
             return tp

@@ -9,7 +9,7 @@ import pytest
 
 from widehouse.contracts.identity import app_of, subscription_name
 from widehouse.errors import ConfigError
-from widehouse.pulsar.admin import SubscriptionBusyError
+from widehouse.pulsar.admin import CursorResetRefusedError, SubscriptionBusyError
 from widehouse.pulsar.positions import Mark, Position, TopicPartition
 from widehouse.settings import PulsarSettings
 from widehouse.source.cleanup import AppSubscription, judge
@@ -66,10 +66,11 @@ def test_cleanup_rules() -> None:
 
 
 class _BusyOnce:
-    """An admin whose subscriptions all exist; the first reset of ``busy`` finds it busy."""
+    """An admin whose subscriptions all exist; the first reset of ``busy`` raises ``error``."""
 
-    def __init__(self, busy: str) -> None:
+    def __init__(self, busy: str, error: Exception) -> None:
         self.busy = busy
+        self.error = error
         self.resets: list[str] = []
 
     def pipelined(self, *_args: object) -> None:
@@ -81,7 +82,7 @@ class _BusyOnce:
     def reset_cursor_to_time(self, topic: str, _sub: str, _ms: int) -> None:
         if topic == self.busy and self.busy not in self.resets:
             self.resets.append(topic)
-            raise SubscriptionBusyError("stayed busy")
+            raise self.error
         self.resets.append(topic)
 
     def reset_cursor(self, topic: str, *_args: object, **_kw: object) -> None:
@@ -104,9 +105,22 @@ class _View:
         return [fn(i) for i in items]
 
 
-def test_a_busy_subscription_is_left_for_the_next_trigger_not_fatal(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "error",
+    [
+        SubscriptionBusyError("stayed busy"),
+        # what a SIGKILLed standalone broker answered for ~2 minutes after its restart
+        CursorResetRefusedError(
+            "answered 412: Unable to find position for position specified: "
+            "unable to persist readPosition for cursor reset 8:0"
+        ),
+    ],
+)
+def test_a_busy_or_refused_reset_is_left_for_the_next_trigger_not_fatal(
+    monkeypatch: pytest.MonkeyPatch, error: Exception
+) -> None:
     a, b = TopicPartition("persistent://t/ns/x", 0), TopicPartition("persistent://t/ns/x", 1)
-    admin = _BusyOnce(b.name)
+    admin = _BusyOnce(b.name, error)
     keeper = SubscriptionKeeper(
         PulsarSettings("pulsar://127.0.0.1:1", "http://127.0.0.1:1"),
         "app",
