@@ -178,8 +178,8 @@ def test_one_sink_alone(tmp_path: Path) -> None:
 class _ProgressLedger(_Ledger):
     """Its progress commit waits (up to WAIT seconds) for Delta's progress append to be running."""
 
-    def __init__(self, appending: threading.Event, fail: bool = False) -> None:
-        self.appending = appending
+    def __init__(self, fail: bool = False) -> None:
+        self.appending = threading.Event()
         self.committing = threading.Event()
         self.fail = fail
         self.saw_delta: list[bool] = []
@@ -220,7 +220,7 @@ def test_the_progress_rows_go_to_both_sinks_side_by_side(tmp_path: Path) -> None
     from widehouse.contracts.tables import PROGRESS
 
     writer = _writer(tmp_path)
-    ledger = writer.ledger = _ProgressLedger(threading.Event())
+    ledger = writer.ledger = _ProgressLedger()
     bronze = writer.bronze = _ProgressBronze(ledger)
     try:
         _progress(writer)
@@ -235,7 +235,7 @@ def test_a_failed_progress_commit_is_raised_once_deltas_has_ended(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     writer = _writer(tmp_path)
-    ledger = writer.ledger = _ProgressLedger(threading.Event(), fail=True)
+    ledger = writer.ledger = _ProgressLedger(fail=True)
     bronze = writer.bronze = _ProgressBronze(ledger, sleep=0.3, fail=True)
     try:
         with (
@@ -251,7 +251,7 @@ def test_a_failed_progress_commit_is_raised_once_deltas_has_ended(
 
 def test_a_failed_progress_append_is_raised_after_clickhouse_committed(tmp_path: Path) -> None:
     writer = _writer(tmp_path)
-    ledger = writer.ledger = _ProgressLedger(threading.Event())
+    ledger = writer.ledger = _ProgressLedger()
     writer.bronze = _ProgressBronze(ledger, fail=True)
     try:
         with pytest.raises(OSError, match="disk full"):
@@ -265,7 +265,7 @@ def test_progress_to_one_sink_alone(tmp_path: Path) -> None:
     """Without Delta, ClickHouse's commit alone (no thread); a batch ClickHouse already holds commits
     in Delta only."""
     only_clickhouse = _writer(tmp_path / "c", sinks=("clickhouse",))
-    ledger = only_clickhouse.ledger = _ProgressLedger(threading.Event())
+    ledger = only_clickhouse.ledger = _ProgressLedger()
     ledger.appending.set()  # nothing to wait for
     try:
         _progress(only_clickhouse)
@@ -275,7 +275,7 @@ def test_progress_to_one_sink_alone(tmp_path: Path) -> None:
     assert only_clickhouse._sinks_pool is None
 
     held = _writer(tmp_path / "h")
-    held_ledger = held.ledger = _ProgressLedger(threading.Event())
+    held_ledger = held.ledger = _ProgressLedger()
     held_ledger.committing.set()  # Delta's append would wait for it
     bronze = held.bronze = _ProgressBronze(held_ledger)
     try:
