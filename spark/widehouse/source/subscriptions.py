@@ -77,6 +77,52 @@ def ack_target(mark: Mark) -> Position | None:
     return None
 
 
+class RetryLog:
+    """How many triggers in a row a step has failed on each partition, so that a failure that
+    lasts is logged as a warning when it starts and at every tenfold count of tries (1, 10, 100,
+    ...), at debug level in between, and at info once it passes: one line per trigger at most,
+    however many partitions fail (a broker that refuses for minutes fails them all each trigger)."""
+
+    SAMPLE = 5
+
+    def __init__(self, step: str) -> None:
+        self.step = step
+        self.tries: dict[TopicPartition, int] = {}
+
+    def report(self, failed: Mapping[TopicPartition, object], passed: Iterable[TopicPartition]) -> None:
+        """Count the tries of ``failed`` (partition -> its error), forget ``passed``, and log."""
+        recovered = [self.tries.pop(tp) for tp in passed if tp in self.tries]
+        if recovered:
+            log.info(
+                "%s passed on %d partition(s) after up to %d failed tries",
+                self.step,
+                len(recovered),
+                max(recovered),
+            )
+        if not failed:
+            return
+        for tp in failed:
+            self.tries[tp] = self.tries.get(tp, 0) + 1
+        due = [tp for tp in sorted(failed) if _tenfold(self.tries[tp])]
+        shown = (due or sorted(failed))[: self.SAMPLE]
+        sample = "; ".join(f"{tp} (try {self.tries[tp]}): {failed[tp]}" for tp in shown)
+        level = logging.WARNING if due else logging.DEBUG
+        log.log(
+            level, "%s failed on %d partition(s), retried next trigger: %s", self.step, len(failed), sample
+        )
+
+    def forget(self, parts: Iterable[TopicPartition]) -> None:
+        for tp in parts:
+            self.tries.pop(tp, None)
+
+
+def _tenfold(n: int) -> bool:
+    """1, 10, 100, ...: the tries at which a lasting failure is logged again."""
+    while n >= 10 and n % 10 == 0:
+        n //= 10
+    return n == 1
+
+
 class SubscriptionKeeper:
     """The durable subscriptions of one running app (see the module docstring)."""
 
@@ -99,6 +145,8 @@ class SubscriptionKeeper:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
+        self._unset = RetryLog(f"setting up subscription {self.name}")
+        self._unattached = RetryLog(f"attaching a consumer of {self.name}")
 
     # -- attach / detach ----------------------------------------------------------------------
     @property
@@ -112,6 +160,8 @@ class SubscriptionKeeper:
         if not new:
             return
         props = heartbeat_properties(self.app_id)
+        unset: dict[TopicPartition, Exception] = {}
+        lock = threading.Lock()
 
         def prepare(tp: TopicPartition) -> TopicPartition | None:
             admin = self.view.admin()
@@ -134,7 +184,8 @@ class SubscriptionKeeper:
                 # left unattached: the next trigger tries again; the query goes on reading meanwhile
                 # (it reads with readers from the checkpoint's offsets; the subscription only holds
                 # retention, and stays where the app's last commit moved it until then)
-                log.warning("subscription %s of %s not set up, retried next trigger: %s", self.name, tp, exc)
+                with lock:
+                    unset[tp] = exc
                 return None
             return tp
 
@@ -142,6 +193,7 @@ class SubscriptionKeeper:
         done = set(created)
         rest = [tp for tp in new if tp not in done]
         ready = created + [tp for tp in self.view.map(prepare, rest) if tp is not None]
+        self._unset.report(unset, ready)
         consumers = self._subscribe(ready)
         with self._lock:
             self._consumers.update(consumers)
@@ -175,6 +227,9 @@ class SubscriptionKeeper:
 
     def detach(self, parts: Iterable[TopicPartition]) -> None:
         """Close the consumers of partitions the app no longer reads (their subscription stays)."""
+        parts = list(parts)
+        self._unset.forget(parts)
+        self._unattached.forget(parts)
         with self._lock:
             closing = [self._consumers.pop(tp) for tp in parts if tp in self._consumers]
         for consumer in closing:
@@ -208,12 +263,10 @@ class SubscriptionKeeper:
             raise PulsarError(f"attaching subscription {self.name} to {len(parts)} partitions timed out")
         failed = {tp: r for tp, r in results.items() if not hasattr(r, "acknowledge_cumulative_async")}
         self._raise_if_refused(failed)
-        if failed:  # the subscriptions exist; their consumers are retried on the next trigger
-            sample = ", ".join(f"{tp}: {r}" for tp, r in sorted(failed.items())[:5])
-            log.warning(
-                "%d consumer(s) of %s not attached (retried next trigger): %s", len(failed), self.name, sample
-            )
-        return {tp: c for tp, c in results.items() if tp not in failed}
+        # the subscriptions exist; the consumers that failed are retried on the next trigger
+        attached = [tp for tp in parts if tp not in failed]
+        self._unattached.report(failed, attached)
+        return {tp: results[tp] for tp in attached}
 
     def _raise_if_refused(self, failed: Mapping[TopicPartition, Any]) -> None:
         """A consumer the broker refused (no or a rejected token, a role without permission, an

@@ -3,6 +3,7 @@ subscription left for the next trigger."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any, cast
 
 import pytest
@@ -16,7 +17,9 @@ from widehouse.source.cleanup import AppSubscription, judge
 from widehouse.source.subscriptions import (
     PROP_APP,
     PROP_HEARTBEAT,
+    RetryLog,
     SubscriptionKeeper,
+    _tenfold,
     ack_target,
     cursor_target,
     heartbeat_properties,
@@ -133,3 +136,107 @@ def test_a_busy_or_refused_reset_is_left_for_the_next_trigger_not_fatal(
     keeper.attach({b: Mark(Position(3, 4), 9)})  # what the controller asks on the next trigger
     assert keeper.attached == {a, b}
     assert admin.resets == [a.name, b.name, b.name]
+
+
+class _Refusing(_BusyOnce):
+    """An admin whose resets of ``topics`` are refused for the first ``times`` tries of each."""
+
+    def __init__(self, topics: set[str], times: int) -> None:
+        super().__init__("", CursorResetRefusedError("unable to persist readPosition for cursor reset"))
+        self.topics, self.left = topics, dict.fromkeys(topics, times)
+
+    def reset_cursor_to_time(self, topic: str, _sub: str, _ms: int) -> None:
+        self.resets.append(topic)
+        if self.left.get(topic, 0) > 0:
+            self.left[topic] -= 1
+            raise self.error
+
+
+def test_a_lasting_refusal_is_logged_when_it_starts_at_tenfold_tries_and_when_it_passes(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    parts = [TopicPartition("persistent://t/ns/x", p) for p in range(4)]
+    refused = parts[1:]  # three partitions, refused for 12 triggers
+    admin = _Refusing({tp.name for tp in refused}, times=12)
+    keeper = SubscriptionKeeper(
+        PulsarSettings("pulsar://127.0.0.1:1", "http://127.0.0.1:1"),
+        "app",
+        cast(Any, _View(admin)),
+        heartbeat_interval_s=0,
+    )
+    monkeypatch.setattr(keeper, "_subscribe", lambda parts: {tp: object() for tp in parts})
+    caplog.set_level(logging.DEBUG, logger="widehouse.source.subscriptions")
+    for _trigger in range(13):
+        keeper.attach({tp: Mark(None, -1) for tp in parts})
+    assert keeper.attached == set(parts)
+    assert admin.resets.count(refused[0].name) == 13  # one try per trigger
+    records = [r for r in caplog.records if r.name == "widehouse.source.subscriptions"]
+    failures = [r for r in records if "failed on" in r.getMessage()]
+    assert len(failures) == 12  # one line per trigger, not one per partition
+    warned = [r.getMessage() for r in failures if r.levelno == logging.WARNING]
+    assert len(warned) == 2  # tries 1 and 10
+    assert "failed on 3 partition(s)" in warned[0] and "(try 1)" in warned[0]
+    assert "(try 10)" in warned[1] and "unable to persist readPosition" in warned[1]
+    assert all(
+        r.levelno == logging.DEBUG
+        for r in failures
+        if "(try 1)" not in r.getMessage() and "(try 10)" not in r.getMessage()
+    )
+    passed = [r.getMessage() for r in records if r.levelno == logging.INFO and "passed" in r.getMessage()]
+    assert passed == [
+        "setting up subscription widehouse-app passed on 3 partition(s) after up to 12 failed tries"
+    ]
+    assert keeper._unset.tries == {}
+
+
+def test_the_retry_log_forgets_partitions_no_longer_read(caplog: pytest.LogCaptureFixture) -> None:
+    a, b = TopicPartition("persistent://t/ns/x", 0), TopicPartition("persistent://t/ns/x", 1)
+    retries = RetryLog("attaching a consumer of s")
+    caplog.set_level(logging.DEBUG, logger="widehouse.source.subscriptions")
+    for _ in range(9):
+        retries.report({a: "Timeout", b: "Timeout"}, [])
+    retries.forget([a])
+    retries.report({b: "Timeout"}, [])
+    assert retries.tries == {b: 10}
+    last = caplog.records[-1]
+    assert last.levelno == logging.WARNING and last.getMessage() == (
+        "attaching a consumer of s failed on 1 partition(s), retried next trigger: "
+        "persistent://t/ns/x-partition-1 (try 10): Timeout"
+    )
+    retries.report({a: "Timeout"}, [b])  # a starts again from its first try
+    assert retries.tries == {a: 1}
+    assert caplog.records[-1].levelno == logging.WARNING and "(try 1)" in caplog.records[-1].getMessage()
+    assert "after up to 10 failed tries" in caplog.records[-2].getMessage()
+
+
+@pytest.mark.parametrize(
+    ("tries", "logged"),
+    [
+        (1, True),
+        (2, False),
+        (9, False),
+        (10, True),
+        (11, False),
+        (20, False),
+        (100, True),
+        (110, False),
+        (1000, True),
+    ],
+)
+def test_lasting_failures_are_logged_again_at_tenfold_tries(tries: int, logged: bool) -> None:
+    assert _tenfold(tries) is logged
+
+
+def test_a_partition_detached_while_refused_is_no_longer_counted(monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = TopicPartition("persistent://t/ns/x", 0), TopicPartition("persistent://t/ns/x", 1)
+    keeper = SubscriptionKeeper(
+        PulsarSettings("pulsar://127.0.0.1:1", "http://127.0.0.1:1"),
+        "app",
+        cast(Any, _View(_Refusing({a.name, b.name}, times=5))),
+        heartbeat_interval_s=0,
+    )
+    monkeypatch.setattr(keeper, "_subscribe", lambda parts: {tp: object() for tp in parts})
+    keeper.attach({a: Mark(None, -1), b: Mark(None, -1)})
+    assert keeper._unset.tries == {a: 1, b: 1}
+    keeper.detach([a])  # the topic went away, or the plan moved it to another group
+    assert keeper._unset.tries == {b: 1}
