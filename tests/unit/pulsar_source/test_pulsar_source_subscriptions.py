@@ -108,6 +108,18 @@ class _View:
         return [fn(i) for i in items]
 
 
+def _keeper(admin: _BusyOnce, monkeypatch: pytest.MonkeyPatch) -> SubscriptionKeeper:
+    """A keeper over ``admin`` whose consumers all attach (no broker)."""
+    keeper = SubscriptionKeeper(
+        PulsarSettings("pulsar://127.0.0.1:1", "http://127.0.0.1:1"),
+        "app",
+        cast(Any, _View(admin)),
+        heartbeat_interval_s=0,
+    )
+    monkeypatch.setattr(keeper, "_subscribe", lambda parts: {tp: object() for tp in parts})
+    return keeper
+
+
 @pytest.mark.parametrize(
     "error",
     [
@@ -124,13 +136,7 @@ def test_a_busy_or_refused_reset_is_left_for_the_next_trigger_not_fatal(
 ) -> None:
     a, b = TopicPartition("persistent://t/ns/x", 0), TopicPartition("persistent://t/ns/x", 1)
     admin = _BusyOnce(b.name, error)
-    keeper = SubscriptionKeeper(
-        PulsarSettings("pulsar://127.0.0.1:1", "http://127.0.0.1:1"),
-        "app",
-        cast(Any, _View(admin)),
-        heartbeat_interval_s=0,
-    )
-    monkeypatch.setattr(keeper, "_subscribe", lambda parts: {tp: object() for tp in parts})
+    keeper = _keeper(admin, monkeypatch)
     keeper.attach({a: Mark(None, -1), b: Mark(None, -1)})
     assert keeper.attached == {a}
     keeper.attach({b: Mark(Position(3, 4), 9)})  # what the controller asks on the next trigger
@@ -158,13 +164,7 @@ def test_a_lasting_refusal_is_logged_when_it_starts_at_tenfold_tries_and_when_it
     parts = [TopicPartition("persistent://t/ns/x", p) for p in range(4)]
     refused = parts[1:]  # three partitions, refused for 12 triggers
     admin = _Refusing({tp.name for tp in refused}, times=12)
-    keeper = SubscriptionKeeper(
-        PulsarSettings("pulsar://127.0.0.1:1", "http://127.0.0.1:1"),
-        "app",
-        cast(Any, _View(admin)),
-        heartbeat_interval_s=0,
-    )
-    monkeypatch.setattr(keeper, "_subscribe", lambda parts: {tp: object() for tp in parts})
+    keeper = _keeper(admin, monkeypatch)
     caplog.set_level(logging.DEBUG, logger="widehouse.source.subscriptions")
     for _trigger in range(13):
         keeper.attach({tp: Mark(None, -1) for tp in parts})
@@ -229,13 +229,7 @@ def test_lasting_failures_are_logged_again_at_tenfold_tries(tries: int, logged: 
 
 def test_a_partition_detached_while_refused_is_no_longer_counted(monkeypatch: pytest.MonkeyPatch) -> None:
     a, b = TopicPartition("persistent://t/ns/x", 0), TopicPartition("persistent://t/ns/x", 1)
-    keeper = SubscriptionKeeper(
-        PulsarSettings("pulsar://127.0.0.1:1", "http://127.0.0.1:1"),
-        "app",
-        cast(Any, _View(_Refusing({a.name, b.name}, times=5))),
-        heartbeat_interval_s=0,
-    )
-    monkeypatch.setattr(keeper, "_subscribe", lambda parts: {tp: object() for tp in parts})
+    keeper = _keeper(_Refusing({a.name, b.name}, times=5), monkeypatch)
     keeper.attach({a: Mark(None, -1), b: Mark(None, -1)})
     assert keeper._unset.tries == {a: 1, b: 1}
     keeper.detach([a])  # the topic went away, or the plan moved it to another group
