@@ -103,8 +103,9 @@ class RetryLog:
             return
         for tp in failed:
             self.tries[tp] = self.tries.get(tp, 0) + 1
-        due = [tp for tp in sorted(failed) if _tenfold(self.tries[tp])]
-        shown = (due or sorted(failed))[: self.SAMPLE]
+        order = sorted(failed)
+        due = [tp for tp in order if _tenfold(self.tries[tp])]
+        shown = (due or order)[: self.SAMPLE]
         sample = "; ".join(f"{tp} (try {self.tries[tp]}): {failed[tp]}" for tp in shown)
         level = logging.WARNING if due else logging.DEBUG
         log.log(

@@ -149,7 +149,7 @@ class _Refusing(_BusyOnce):
 
     def __init__(self, topics: set[str], times: int) -> None:
         super().__init__("", CursorResetRefusedError("unable to persist readPosition for cursor reset"))
-        self.topics, self.left = topics, dict.fromkeys(topics, times)
+        self.left = dict.fromkeys(topics, times)
 
     def reset_cursor_to_time(self, topic: str, _sub: str, _ms: int) -> None:
         self.resets.append(topic)
