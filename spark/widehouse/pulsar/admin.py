@@ -348,15 +348,14 @@ class PulsarAdmin:
         self, topic: TopicName | str, subscription: str, position: Position, excluded: bool = True
     ) -> None:
         """Move a subscription: consumed through ``position`` (``excluded``) or up to just before it."""
-        path = f"{_topic(topic).rest_path}/subscription/{quote(subscription, safe='')}/resetcursor"
-        body = {"ledgerId": position.ledger, "entryId": position.entry, "excluded": excluded}
-        self._reset("POST", path, body)
+        call = reset_cursor_request(topic, subscription, position, excluded)
+        self._reset(call.method, call.path, call.json)
 
     def reset_cursor_to_time(self, topic: TopicName | str, subscription: str, timestamp_ms: int) -> None:
         """Move a subscription to the first message published at or after ``timestamp_ms`` (0: the
         earliest retained)."""
-        path = f"{_topic(topic).rest_path}/subscription/{quote(subscription, safe='')}"
-        self._reset("POST", f"{path}/resetcursor/{int(timestamp_ms)}", None)
+        call = reset_cursor_to_time_request(topic, subscription, timestamp_ms)
+        self._reset(call.method, call.path, call.json)
 
     def _reset(self, method: str, path: str, body: Any) -> None:
         """A cursor reset, retried while the broker answers 412 "Subscription Busy". A reset names
@@ -384,8 +383,8 @@ class PulsarAdmin:
         self, topic: TopicName | str, subscription: str, properties: dict[str, str]
     ) -> None:
         """Replace the subscription's properties."""
-        path = f"{_topic(topic).rest_path}/subscription/{quote(subscription, safe='')}/properties"
-        self.request("PUT", path, json=properties)
+        call = subscription_properties_request(topic, subscription, properties)
+        self.request(call.method, call.path, json=call.json)
 
     def subscriptions(self, topic: TopicName | str) -> list[str]:
         return list(self.request("GET", f"{_topic(topic).rest_path}/subscriptions"))
@@ -488,6 +487,31 @@ def create_subscription_request(
     if properties:
         body["properties"] = properties
     return Request("PUT", f"{_topic(topic).rest_path}/subscription/{quote(subscription, safe='')}", json=body)
+
+
+def reset_cursor_request(
+    topic: TopicName | str, subscription: str, position: Position, excluded: bool = True
+) -> Request:
+    """:meth:`PulsarAdmin.reset_cursor`'s call (204 moved, 412 busy or refused, 404 no topic or
+    subscription)."""
+    path = f"{_topic(topic).rest_path}/subscription/{quote(subscription, safe='')}/resetcursor"
+    return Request(
+        "POST", path, json={"ledgerId": position.ledger, "entryId": position.entry, "excluded": excluded}
+    )
+
+
+def reset_cursor_to_time_request(topic: TopicName | str, subscription: str, timestamp_ms: int) -> Request:
+    """:meth:`PulsarAdmin.reset_cursor_to_time`'s call (answers as :func:`reset_cursor_request`)."""
+    path = f"{_topic(topic).rest_path}/subscription/{quote(subscription, safe='')}"
+    return Request("POST", f"{path}/resetcursor/{int(timestamp_ms)}")
+
+
+def subscription_properties_request(
+    topic: TopicName | str, subscription: str, properties: dict[str, str]
+) -> Request:
+    """:meth:`PulsarAdmin.update_subscription_properties`'s call (204 replaced)."""
+    path = f"{_topic(topic).rest_path}/subscription/{quote(subscription, safe='')}/properties"
+    return Request("PUT", path, json=properties)
 
 
 def entry_from_headers(topic: TopicName | str, headers: Mapping[str, str]) -> EntryInfo:

@@ -11,6 +11,7 @@ import pytest
 from widehouse.contracts.identity import app_of, subscription_name
 from widehouse.errors import ConfigError
 from widehouse.pulsar.admin import CursorResetRefusedError, SubscriptionBusyError
+from widehouse.pulsar.bulk import Answer, Request
 from widehouse.pulsar.positions import Mark, Position, TopicPartition
 from widehouse.settings import PulsarSettings
 from widehouse.source.cleanup import AppSubscription, judge
@@ -234,3 +235,47 @@ def test_a_partition_detached_while_refused_is_no_longer_counted(monkeypatch: py
     assert keeper._unset.tries == {a: 1, b: 1}
     keeper.detach([a])  # the topic went away, or the plan moved it to another group
     assert keeper._unset.tries == {b: 1}
+
+
+class _Pipelining(_BusyOnce):
+    """An admin that sends pipelined calls: every subscription exists (409), a pipelined reset of
+    ``busy`` answers 412 (the client's own reset of it passes); it keeps each round's calls."""
+
+    def __init__(self, busy: str) -> None:
+        super().__init__("", SubscriptionBusyError("busy"))
+        self.piped_busy = f"{busy}/subscription/"
+        self.rounds: list[list[str]] = []
+
+    def pipelined(self, calls: list[Request], _connections: int) -> list[Answer]:
+        self.rounds.append([f"{c.method} {c.path}" for c in calls])
+
+        def status(call: Request) -> int:
+            if call.method == "PUT" and not call.path.endswith("/properties"):
+                return 409  # a create: an earlier run's subscription
+            busy = "resetcursor" in call.path and self.piped_busy.split("://", 1)[1] in call.path
+            return 412 if busy else 204
+
+        return [Answer(status(c), {}, b"") for c in calls]
+
+
+def test_existing_subscriptions_are_moved_pipelined_and_a_busy_one_one_by_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    a, b, c = (TopicPartition("persistent://t/ns/x", p) for p in range(3))
+    admin = _Pipelining(b.name)
+    keeper = _keeper(admin, monkeypatch)
+    keeper.attach({a: Mark(None, -1), b: Mark(None, -1), c: Mark(Position(3, 4), 9)})
+    assert keeper.attached == {a, b, c}
+    creates, resets, props = admin.rounds
+    assert len(creates) == 3
+    assert resets == [
+        "POST persistent/t/ns/x-partition-0/subscription/widehouse-app/resetcursor/0",
+        "POST persistent/t/ns/x-partition-1/subscription/widehouse-app/resetcursor/0",
+        "POST persistent/t/ns/x-partition-2/subscription/widehouse-app/resetcursor",
+    ]
+    # the properties of the two moved ones only, after their resets
+    assert props == [
+        "PUT persistent/t/ns/x-partition-0/subscription/widehouse-app/properties",
+        "PUT persistent/t/ns/x-partition-2/subscription/widehouse-app/properties",
+    ]
+    assert admin.resets == [b.name]  # the busy one through the client, which retries a busy reset
