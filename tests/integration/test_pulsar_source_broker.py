@@ -496,6 +496,8 @@ def test_cursor_follows_commits_and_new_partitions_start_at_earliest(
             end = controller.latest_offset(start, 30)
             sub = "widehouse-cur"
             part0 = f"{topic}-partition-0"
+            assert controller.keeper is not None
+            controller.keeper.settle()  # set up on the keeper's thread, not the trigger's
             assert admin.topic_stats(part0)["subscriptions"][sub]["msgBacklog"] == 100  # at earliest
             controller.commit(end)
             mark = SourceOffset.from_json(end).partitions[TopicPartition(topic, 0)].mark

@@ -21,6 +21,9 @@ Per micro-batch (:meth:`StreamController.latest_offset`):
    it had unread messages (fails only with ``failOnDataLoss``). A partition the query no longer
    selects (a replan moved its topic to another group) is dropped without a data-loss check: the
    group that reads it now continues from this query's committed mark.
+
+The subscriptions of partitions new to the query are set up on the keeper's own thread
+(:meth:`SubscriptionKeeper.attach_soon`): the batch is planned without waiting for them.
 """
 
 from __future__ import annotations
@@ -178,7 +181,7 @@ class StreamController(_Base):
         if keeper is not None:
             keeper.detach(gone)
             attached = keeper.attached  # a copy each time it is read
-            keeper.attach({tp: starts.get(tp, Mark(None, -1)) for tp in live if tp not in attached})
+            keeper.attach_soon({tp: starts.get(tp, Mark(None, -1)) for tp in live if tp not in attached})
         end = SourceOffset(entries, app=self.options.app_id or "")
         self._report = _report(entries)
         if (start.initial and not entries) or (not start.initial and end.same_positions(start)):

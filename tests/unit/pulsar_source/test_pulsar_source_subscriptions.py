@@ -4,12 +4,13 @@ subscription left for the next trigger."""
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any, cast
 
 import pytest
 
 from widehouse.contracts.identity import app_of, subscription_name
-from widehouse.errors import ConfigError
+from widehouse.errors import ConfigError, PulsarError
 from widehouse.pulsar.admin import CursorResetRefusedError, SubscriptionBusyError
 from widehouse.pulsar.bulk import Answer, Request
 from widehouse.pulsar.positions import Mark, Position, TopicPartition
@@ -279,3 +280,88 @@ def test_existing_subscriptions_are_moved_pipelined_and_a_busy_one_one_by_one(
         "PUT persistent/t/ns/x-partition-2/subscription/widehouse-app/properties",
     ]
     assert admin.resets == [b.name]  # the busy one through the client, which retries a busy reset
+
+
+class _Gated(_BusyOnce):
+    """An admin whose subscriptions all exist; each reset waits for ``gate`` (a set-up that takes
+    the broker seconds) and, while ``fail`` is set, raises it."""
+
+    def __init__(self) -> None:
+        super().__init__("", SubscriptionBusyError("unused"))
+        self.gate = threading.Event()
+        self.fail: Exception | None = None
+
+    def reset_cursor_to_time(self, topic: str, _sub: str, _ms: int) -> None:
+        assert self.gate.wait(10)
+        self.resets.append(topic)
+        if self.fail is not None:
+            raise self.fail
+
+
+class _Consumer:
+    def __init__(self) -> None:
+        self.acked: list[tuple[int, int]] = []
+        self.closed = False
+
+    def acknowledge_cumulative_async(self, message_id: Any, _callback: Any) -> None:
+        self.acked.append((message_id.ledger_id(), message_id.entry_id()))
+
+    def close_async(self, _callback: Any) -> None:
+        self.closed = True
+
+
+def _gated_keeper(monkeypatch: pytest.MonkeyPatch) -> tuple[SubscriptionKeeper, _Gated, dict[Any, _Consumer]]:
+    admin = _Gated()
+    keeper = _keeper(admin, monkeypatch)
+    consumers: dict[Any, _Consumer] = {}
+
+    def subscribe(parts: list[TopicPartition]) -> dict[TopicPartition, Any]:
+        return {tp: consumers.setdefault(tp, _Consumer()) for tp in parts}
+
+    monkeypatch.setattr(keeper, "_subscribe", subscribe)
+    return keeper, admin, consumers
+
+
+def test_subscriptions_are_set_up_beside_the_trigger_and_commits_meanwhile_acked_after(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    a, b = TopicPartition("persistent://t/ns/x", 0), TopicPartition("persistent://t/ns/x", 1)
+    keeper, admin, consumers = _gated_keeper(monkeypatch)
+    keeper.attach_soon({a: Mark(None, -1)})  # returns while the broker still works on it
+    assert keeper.attached == set()
+    keeper.commit({a: Mark(Position(5, 7), 8)})  # the first batch commits before it is attached
+    keeper.attach_soon({a: Mark(None, -1), b: Mark(None, -1)})  # a set-up runs: nothing more now
+    admin.gate.set()
+    keeper.settle()
+    assert keeper.attached == {a}
+    assert consumers[a].acked == [(5, 7)]  # the commit made meanwhile, acked once attached
+    keeper.attach_soon({a: Mark(None, -1), b: Mark(None, -1)})  # the next trigger: what is missing
+    keeper.settle()
+    assert keeper.attached == {a, b}
+    assert admin.resets == [a.name, b.name]
+
+
+def test_a_failed_set_up_is_raised_by_the_next_trigger_and_logged_at_close(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    a, b = TopicPartition("persistent://t/ns/x", 0), TopicPartition("persistent://t/ns/x", 1)
+    keeper, admin, _consumers = _gated_keeper(monkeypatch)
+    admin.fail = PulsarError("the broker refused the token")
+    admin.gate.set()
+    keeper.attach_soon({a: Mark(None, -1)})
+    keeper._wait_pending()
+    with pytest.raises(PulsarError, match="refused the token"):
+        keeper.attach_soon({a: Mark(None, -1)})
+    keeper.attach_soon({b: Mark(None, -1)})  # the error was raised once; a new set-up runs
+    keeper.close()  # waits for it; its error is logged, not raised
+    assert any("setting up subscription widehouse-app failed" in r.getMessage() for r in caplog.records)
+
+
+def test_a_partition_detached_during_its_set_up_is_not_left_attached(monkeypatch: pytest.MonkeyPatch) -> None:
+    a = TopicPartition("persistent://t/ns/x", 0)
+    keeper, admin, consumers = _gated_keeper(monkeypatch)
+    keeper.attach_soon({a: Mark(None, -1)})
+    threading.Timer(0.2, admin.gate.set).start()
+    keeper.detach([a])  # waits for the set-up, then closes what it attached
+    assert keeper.attached == set()
+    assert consumers[a].closed
