@@ -293,8 +293,8 @@ class SubscriptionKeeper:
         reset in one round, then the properties of those moved (a reset and a properties update of
         one subscription at once could race in the broker's cursor metadata). The partitions whose
         calls all answered 204; the others (busy, refused, vanished) are prepared one by one, which
-        retries a busy reset and explains a refusal. A restarted app of 1,000 partitions sent 2,000
-        such calls one at a time (~3 ms of client CPU each, ~4.4 s for 1,000)."""
+        retries a busy reset and explains a refusal. One at a time, through the admin client, the
+        2,000 calls of a restarted app of 1,000 partitions took ~2.9 s and ~2 core-s of its CPU."""
         if not parts:
             return []
         resets = []
