@@ -149,9 +149,13 @@ class BrokerView:
         """``fn`` over ``items`` on the thread pool (inline for one item); errors propagate."""
         if len(items) <= 1:
             return [fn(item) for item in items]
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="widehouse-pulsar-admin")
-        return list(self._pool.map(fn, items))
+        with self._lock:  # the triggers' thread and the subscription keeper's may both come first
+            pool = self._pool
+            if pool is None:
+                pool = self._pool = ThreadPoolExecutor(
+                    self.concurrency, thread_name_prefix="widehouse-pulsar-admin"
+                )
+        return list(pool.map(fn, items))
 
     def close(self) -> None:
         if self._pool is not None:
