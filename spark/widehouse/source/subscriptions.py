@@ -251,12 +251,12 @@ class SubscriptionKeeper:
         if committed:
             self.commit(committed)
 
-    def settle(self, timeout: float | None = None) -> None:
+    def settle(self) -> None:
         """Wait for a set-up :meth:`attach_soon` started; raises its error (and forgets it)."""
         with self._lock:
             pending, self._pending = self._pending, None
         if pending is not None:
-            pending.result(timeout)
+            pending.result()
 
     def _wait_pending(self) -> None:
         """Wait for a running set-up, leaving its outcome for the next :meth:`attach_soon`."""
