@@ -193,7 +193,7 @@ def test_many_partitions_are_located_side_by_side(
 
         located([3, 14, 30])  # the first locate of a partition needs its ledger list
         if pipelined:  # the one search left running last may finish through the client
-            assert listed() == 0 and len(probes) <= 1, probes
+            assert listed() == 0 and len(probes) <= 2, probes
         else:
             assert listed() == 3 and any("/ledger/" in p for p in probes)
         probes.clear()
@@ -210,7 +210,7 @@ def test_many_partitions_are_located_side_by_side(
         probes.clear()
         located([36, 37, 38])
         if pipelined:
-            assert listed() == 0 and len(probes) <= 1, probes
+            assert listed() == 0 and len(probes) <= 2, probes
         else:
             assert listed() == 3
     finally:
@@ -320,6 +320,62 @@ def test_admission_per_trigger_floor_and_exactly_once(services: Settings, ns: st
         assert report is not None and report["backlog"] == 0
     finally:
         controller.stop()
+
+
+def test_with_cut_slack_a_batch_may_fall_short_of_its_budget_and_reads_everything_once(
+    services: Settings, ns: str, client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``cutSlack``: a cut partition may end up to that share of its take short, at an entry the
+    search probed. On entries of uneven sizes (the broker index interpolates badly there) each batch
+    stays within the budget and takes at least ``1 - cutSlack`` of it, the searches probe less than
+    exact cuts do, and every message is read once, in order."""
+    topic = f"persistent://{ns}/uneven"
+    sent: list[str] = []
+    for round_ in range(6):  # a 60-message entry, then 15 entries of one message, six times
+        sent += publish(client, topic, 60, batch=60, tag=f"{round_}b")
+        sent += publish(client, topic, 15, tag=f"{round_}s")
+    probes: list[str] = []
+    pipelined = PulsarAdmin.pipelined
+    respond = PulsarAdmin.response
+
+    def counted_pipelined(self: PulsarAdmin, calls: Any, connections: int = 16) -> Any:
+        probes.extend(c.path for c in calls if "/ledger/" in c.path)
+        return pipelined(self, calls, connections)
+
+    def counted(self: PulsarAdmin, method: str, path: str, **call: Any) -> Any:
+        if "/ledger/" in path:
+            probes.append(path)
+        return respond(self, method, path, **call)
+
+    monkeypatch.setattr(PulsarAdmin, "pipelined", counted_pipelined)
+    monkeypatch.setattr(PulsarAdmin, "response", counted)
+    sizes: dict[str, list[int]] = {}
+    asked: dict[str, int] = {}
+    for slack in ("0", "0.3"):
+        probes.clear()
+        controller = namespace_controller(services, ns, f"slack{slack[-1]}", cutSlack=slack)
+        try:
+            batches = list(run_batches(controller, budget=100))
+        finally:
+            controller.stop()
+        got = [payload for _, payloads in batches for payload in payloads]
+        assert got == sent, slack  # once each, in order
+        sizes[slack], asked[slack] = [len(p) for _, p in batches], len(probes)
+    assert sizes["0"] == [100] * 4 + [50], sizes
+    assert all(70 <= n <= 100 for n in sizes["0.3"][:-1]), sizes
+    assert min(sizes["0.3"][:-1]) < 100, sizes  # some cut ended at an entry short of the budget
+    assert asked["0.3"] < asked["0"], asked
+
+
+def all_payloads(client: Any, topic: str) -> list[str]:
+    import pulsar
+
+    reader = client.create_reader(topic, pulsar.MessageId.earliest)
+    out = []
+    while reader.has_message_available():
+        out.append(reader.read_next(10_000).data().decode())
+    reader.close()
+    return out
 
 
 def test_a_budget_over_many_partitions_reads_whole_ones_in_turn(

@@ -118,6 +118,7 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     "WIDEHOUSE_STREAM_CHECKPOINT_ROOT": ("s3a://lake/checkpoints", "s3a://lake/checkpoints"),
     "WIDEHOUSE_STREAM_TRIGGER_SECONDS": ("0.5", 0.5),
     "WIDEHOUSE_STREAM_MAX_MESSAGES": ("1000", 1000),
+    "WIDEHOUSE_STREAM_CUT_SLACK": ("0.25", 0.25),
     "WIDEHOUSE_STREAM_SINKS": ("delta", ("delta",)),
     "WIDEHOUSE_STREAM_STOP_GRACE_SECONDS": ("5", 5.0),
     "WIDEHOUSE_STREAM_MAX_RESTARTS": ("0", 0),

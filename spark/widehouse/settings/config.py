@@ -305,6 +305,7 @@ class StreamSettings:
     checkpoint_root: str = field(kw_only=True)
     trigger_seconds: float = declared_default("stream.trigger_seconds")
     max_messages: int = declared_default("stream.max_messages")
+    cut_slack: float = declared_default("stream.cut_slack")
     sinks: tuple[str, ...] = declared_default("stream.sinks")
     stop_grace_seconds: float = declared_default("stream.stop_grace_seconds")
     max_restarts: int = declared_default("stream.max_restarts")

@@ -20,6 +20,8 @@ from widehouse.contracts.tables import check_cluster_name
 from widehouse.settings.masking import mask_spark_conf
 
 STREAM_SINKS = ("clickhouse", "delta")
+MAX_CUT_SLACK = 0.5
+"""The most a cut may fall short of its take (the Pulsar source's ``cutSlack``): at least half."""
 SUPERVISOR_MODES = ("local", "cluster")
 
 N = TypeVar("N", int, float)
@@ -78,6 +80,9 @@ parse_non_negative_int = _checked(values.parse_int, lambda n: n >= 0, "must be >
 parse_compact_files = _checked(values.parse_int, lambda n: n >= 2, "must be an integer >= 2")
 parse_positive_float = _checked(values.parse_float, lambda n: n > 0, "must be a positive number")
 parse_non_negative_float = _checked(values.parse_float, lambda n: n >= 0, "must be a finite number >= 0")
+parse_cut_slack = _checked(
+    values.parse_float, lambda n: 0 <= n <= MAX_CUT_SLACK, f"must be between 0 and {MAX_CUT_SLACK}"
+)
 
 parse_app_id = _matching(
     r"[a-z][a-z0-9_-]{0,31}", "must be lowercase letters, digits, '-' or '_', starting with a letter (max 32)"

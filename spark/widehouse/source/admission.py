@@ -19,6 +19,9 @@ successive triggers every topic gets its turn.
    would be cut (a budget spread thin over thousands of partitions), :func:`fewer_cuts` gives
    those partitions' messages to whole partitions instead, in turn: over successive triggers every
    partition is read, each trigger cuts at most that many, and the total stays what step 3 granted.
+6. where a cut lands is the broker's to find (:meth:`~widehouse.source.broker.BrokerView.locate_all`):
+   with ``cutSlack`` a cut may end up to that share of its take short, at an entry boundary the
+   first probe found, so a trigger takes between ``1 - cutSlack`` of its grant and all of it.
 """
 
 from __future__ import annotations
@@ -109,6 +112,9 @@ class Limits:
     min_per_trigger: int | None = None
     max_trigger_delay_ms: int = 0
     max_cuts: int = 64
+    cut_slack: float = 0.0
+    """Share of a cut partition's take it may fall short by, to end at an entry boundary the
+    search's first probe finds (``cutSlack``; 0: the exact take)."""
 
     def cap(self, topic: str) -> int | None:
         if self.max_per_topic and topic in self.max_per_topic:

@@ -8,7 +8,9 @@
   HTTP session per thread.
 - **Locate** finds the position of the message with a given broker index without reading data:
   an interpolation search over the partition's entries (ledger list from ``internalStats``), each
-  probe one ``ledger/{l}/entry/{e}`` call; usually two or three probes. A batch's cut partitions
+  probe one ``ledger/{l}/entry/{e}`` call; usually one or two probes. With a ``slack`` (a
+  stream's budget is a ceiling, not a count to meet) a probed entry that ends up to that share of
+  the take short of the message ends the search there, at a whole entry. A batch's cut partitions
   are searched side by side, each round of their probes sent pipelined
   (:meth:`BrokerView.locate_all`). The ledger list is kept per partition and listed again only when
   it does not hold the batch's end (a new ledger, or the open one grown past it): ledgers before
@@ -293,26 +295,29 @@ class BrokerView:
             with self._lock:
                 self._tables[tp] = table
 
-    def locate(self, tp: TopicPartition, lo: Mark, hi: Mark, target: int) -> Mark:
+    def locate(self, tp: TopicPartition, lo: Mark, hi: Mark, target: int, slack: float = 0.0) -> Mark:
         """The mark of having consumed through the message with broker index ``target``.
 
         ``lo`` and ``hi`` are marks of the same partition with ``lo.index < target <= hi.index``;
-        ``hi`` must have a position.
+        ``hi`` must have a position. With ``slack`` (a share of the take ``target - lo.index``, in
+        ``[0, 1)``), a probed entry that ends up to that many messages short of ``target`` is
+        taken as the mark instead (see :func:`slack_floor`): never past ``target``, always past ``lo``.
         """
         if not lo.index < target <= hi.index or hi.position is None:
             raise PulsarError(f"cannot locate index {target} of {tp} between {lo} and {hi}")
         if target == hi.index:
             return hi
+        floor = slack_floor(lo.index, target, slack)
         table = self._kept_table(tp, hi.position)
         if table is not None:
             try:
-                return self._search(tp, table, lo, hi, target)
+                return self._search(tp, table, lo, hi, target, floor=floor)
             except PulsarError:  # the kept list is stale (data deleted, topic recreated): list again
                 pass
         table = _EntryTable(self.ledgers(tp))
         with self._lock:
             self._tables[tp] = table
-        return self._search(tp, table, lo, hi, target)
+        return self._search(tp, table, lo, hi, target, floor=floor)
 
     def forget(self, parts: Iterable[TopicPartition]) -> None:
         """Drop the kept ledger lists of partitions that are gone (deleted, or no longer selected)."""
@@ -320,15 +325,17 @@ class BrokerView:
             for tp in parts:
                 self._tables.pop(tp, None)
 
-    def locate_all(self, asks: Sequence[tuple[TopicPartition, Mark, Mark, int]]) -> list[Mark]:
-        """:meth:`locate` of many partitions (``(tp, lo, hi, target)`` each), their searches run side
-        by side: each round's probes go out pipelined (:mod:`widehouse.pulsar.bulk`), one per search
-        still running. A search whose partition has no kept ledger list, or whose probe is not
-        answered as expected (an error, a refusal, a stale list), is done again by :meth:`locate`,
-        which lists the ledgers and explains any error."""
+    def locate_all(
+        self, asks: Sequence[tuple[TopicPartition, Mark, Mark, int]], slack: float = 0.0
+    ) -> list[Mark]:
+        """:meth:`locate` of many partitions (``(tp, lo, hi, target)`` each, the same ``slack`` for
+        all), their searches run side by side: each round's probes go out pipelined
+        (:mod:`widehouse.pulsar.bulk`), one per search still running. A search whose partition has no
+        kept ledger list, or whose probe is not answered as expected (an error, a refusal, a stale
+        list), is done again by :meth:`locate`, which lists the ledgers and explains any error."""
         found: dict[int, Mark] = {}
         self._list_pipelined(self._unlisted(asks))
-        running = self._start_searches(asks, found)
+        running = self._start_searches(asks, found, slack)
         while len(running) > 1 and self._pipelined_round(running, found):
             pass
         left = sorted(running)  # the last one, or all when nothing can go pipelined (e.g. TLS)
@@ -343,7 +350,7 @@ class BrokerView:
             if mark is not None:
                 found[i] = mark
         rest = [i for i in range(len(asks)) if i not in found]
-        found.update(zip(rest, self.map(lambda i: self.locate(*asks[i]), rest), strict=True))
+        found.update(zip(rest, self.map(lambda i: self.locate(*asks[i], slack), rest), strict=True))
         return [found[i] for i in range(len(asks))]
 
     def _unlisted(self, asks: Sequence[tuple[TopicPartition, Mark, Mark, int]]) -> list[TopicPartition]:
@@ -365,7 +372,7 @@ class BrokerView:
         return table if table is not None and table.holds(position) else None
 
     def _start_searches(
-        self, asks: Sequence[tuple[TopicPartition, Mark, Mark, int]], found: dict[int, Mark]
+        self, asks: Sequence[tuple[TopicPartition, Mark, Mark, int]], found: dict[int, Mark], slack: float
     ) -> dict[int, _Running]:
         """The searches :meth:`locate_all` can run on kept ledger lists, at their first probe (those
         answered without a probe go to ``found``; the others are left to :meth:`locate`)."""
@@ -379,7 +386,7 @@ class BrokerView:
             table = self._kept_table(tp, hi.position)
             if table is None:
                 continue
-            search = self._probes(tp, table, lo, hi, target)
+            search = self._probes(tp, table, lo, hi, target, floor=slack_floor(lo.index, target, slack))
             try:
                 running[i] = (tp, search, next(search))
             except StopIteration as done:
@@ -409,9 +416,11 @@ class BrokerView:
                 continue
         return True
 
-    def _search(self, tp: TopicPartition, table: _EntryTable, lo: Mark, hi: Mark, target: int) -> Mark:
+    def _search(
+        self, tp: TopicPartition, table: _EntryTable, lo: Mark, hi: Mark, target: int, *, floor: int
+    ) -> Mark:
         """:meth:`locate` over the entries ``table`` numbers (``hi`` has a position), one probe at a time."""
-        search = self._probes(tp, table, lo, hi, target)
+        search = self._probes(tp, table, lo, hi, target, floor=floor)
         try:
             probe = next(search)
         except StopIteration as done:
@@ -428,10 +437,19 @@ class BrokerView:
             mark: Mark = done.value
             return mark
 
-    def _probes(self, tp: TopicPartition, table: _EntryTable, lo: Mark, hi: Mark, target: int) -> _Probes:
+    def _probes(
+        self, tp: TopicPartition, table: _EntryTable, lo: Mark, hi: Mark, target: int, *, floor: int
+    ) -> _Probes:
         """The search of :meth:`_search`: yields each probe's ``(ledger, entry)``, is sent the entry
-        found there, returns the mark; raises :class:`PulsarError` if the index is not there."""
+        found there, returns the mark; raises :class:`PulsarError` if the index is not there.
+
+        A probe whose entry holds ``target``, or starts right after it, gives the exact mark; one
+        that ends in ``[floor, target)`` (``lo.index < floor``) gives the mark of that whole entry.
+        Interpolation aims at the middle of ``[floor, target]``: a probe that lands on the entry
+        holding that message ends the search, and so may one an entry either side of it.
+        ``floor == target`` is the exact search."""
         assert hi.position is not None
+        assert lo.index < floor <= target
         if lo.position is None:
             o_lo, i_lo = -1, lo.index
         else:
@@ -440,11 +458,14 @@ class BrokerView:
                 (o - 1, lo.index - lo.position.batch - 1) if lo.position.batch >= 0 else (o, lo.index)
             )
         o_hi, i_hi = table.ordinal(hi.position, tp), hi.index
+        aim = (floor + target + 1) // 2  # the middle of the window: a probe near it lands inside
         for step in range(_MAX_PROBES):
             if o_hi <= o_lo or i_hi <= i_lo:
                 break
-            if step % 2 == 0:  # interpolate on the index, bisect every other probe to bound the worst case
-                guess = o_lo + -(-(target - i_lo) * (o_hi - o_lo) // (i_hi - i_lo))
+            if step < 2 or step % 2 == 1:
+                # interpolate on the index: twice first (the second, on the range the first narrowed,
+                # seldom misses), then every other probe, bisecting between them to bound the worst case
+                guess = o_lo + -(-(aim - i_lo) * (o_hi - o_lo) // (i_hi - i_lo))
             else:
                 guess = (o_lo + o_hi + 1) // 2
             guess = min(max(guess, o_lo + 1), o_hi)
@@ -453,6 +474,11 @@ class BrokerView:
             if info.first_index <= target <= info.index:
                 batch = -1 if target == info.index else target - info.first_index
                 return Mark(Position(ledger, entry, batch), target)
+            if floor <= info.index < target:  # ends short of the target, within the slack
+                return Mark(Position(ledger, entry), info.index)
+            if info.first_index == target + 1:  # the entry before this one ends at the target
+                before_ledger, before_entry = table.position(guess - 1)
+                return Mark(Position(before_ledger, before_entry), target)
             if info.index < target:
                 o_lo, i_lo = guess, info.index
             else:
@@ -493,6 +519,14 @@ def ledger_list(stats: dict[str, Any]) -> list[tuple[int, int]]:
         ledger_id, entry_id = (int(x) for x in last.split(":")[:2])
         ledgers = [(lid, entry_id + 1 if lid == ledger_id else n) for lid, n in ledgers]
     return ledgers
+
+
+def slack_floor(start: int, target: int, slack: float) -> int:
+    """The lowest index a cut at ``target`` after ``start`` may end at with ``slack``: ``target``
+    less ``slack`` of the take, rounded down, and always past ``start`` (``slack`` in ``[0, 1)``)."""
+    if not 0.0 <= slack < 1.0:
+        raise ValueError(f"slack {slack!r} must be in [0, 1)")
+    return max(start + 1, target - int((target - start) * slack))
 
 
 class _EntryTable:

@@ -16,7 +16,8 @@ Per micro-batch (:meth:`StreamController.latest_offset`):
    them before (``startAfter``, :mod:`.handover`), else ``startingOffsets`` for the first batch
    and the earliest message after;
 4. admission control on exact backlogs (index arithmetic); locate cut points inside partitions
-   (at most ``maxCutPartitions``: beyond, whole partitions take turns);
+   (at most ``maxCutPartitions``: beyond, whole partitions take turns), a cut ending at an entry
+   boundary up to ``cutSlack`` of its take short when the search's first probe finds one;
 5. return the end offset; a vanished partition or a topic recreated under us is data loss when
    it had unread messages (fails only with ``failOnDataLoss``). A partition the query no longer
    selects (a replan moved its topic to another group) is dropped without a data-loss check: the
@@ -293,7 +294,7 @@ class StreamController(_Base):
             ceiling = ceilings[tp]
             assert ceiling is not None
             asks.append((tp, starts[tp], ceiling.mark, starts[tp].index + take[tp]))
-        marks.update(zip(cut, self.view.locate_all(asks), strict=True))
+        marks.update(zip(cut, self.view.locate_all(asks, limits.cut_slack), strict=True))
         return marks
 
     def report_latest(self) -> dict[str, Any] | None:

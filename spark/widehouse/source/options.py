@@ -20,7 +20,10 @@ booleans ``true/false``, ``1/0``, ``yes/no``, ``on/off``; durations ``500ms``, `
   ``maxMessagesPerTopic`` (cap: a number, or JSON ``{"<topic>": n, "*": n}``),
   ``minMessagesPerTrigger`` + ``maxTriggerDelay`` (wait for that many messages, at most that long,
   default 15m), ``maxCutPartitions`` (64: beyond that many partitions read partly in one trigger,
-  whole partitions take turns instead; each partly read one costs the driver a broker lookup).
+  whole partitions take turns instead; each partly read one costs the driver a broker lookup),
+  ``cutSlack`` (``0``, in ``[0, 0.5]``: a partly read partition may end up to that share of its
+  take short, at an entry boundary, when that saves the lookup its further probes; the streaming
+  job sets ``WIDEHOUSE_STREAM_CUT_SLACK``).
 - ``startAfter`` (streams): JSON ``{"<topic>": {"<partition>": "<ledger:entry[:batch]>|<index>"}}``,
   marks handed over from another slot group: a partition new to the query starts right after its
   mark instead of at ``startingOffsets`` / the earliest message (:mod:`.handover`).
@@ -49,6 +52,7 @@ from widehouse.errors import ConfigError, PulsarError
 from widehouse.pulsar.positions import EARLIEST, Mark, TopicPartition
 from widehouse.pulsar.topics import TopicName
 from widehouse.settings import PulsarSettings, mask_url
+from widehouse.settings.parsers import MAX_CUT_SLACK
 from widehouse.source.admission import Limits
 from widehouse.source.broker import TopicSelector
 from widehouse.source.handover import parse_marks
@@ -74,6 +78,7 @@ KNOWN = (
     "minMessagesPerTrigger",
     "maxTriggerDelay",
     "maxCutPartitions",
+    "cutSlack",
     "startAfter",
     "appId",
     "subscriptionPrefix",
@@ -178,6 +183,12 @@ class _Opts:
             return default
         return _checked(values.parse_bool, raw, f"option {name}")
 
+    def fraction(self, name: str, default: float, maximum: float) -> float:
+        raw = self.get(name)
+        if raw is None:
+            return default
+        return _checked(values.parse_float, raw, f"option {name}", minimum=0, maximum=maximum)
+
     def duration_ms(self, name: str, default: int) -> int:
         raw = self.get(name)
         if raw is None:
@@ -185,7 +196,7 @@ class _Opts:
         return int(_checked(values.parse_duration_ms, raw, f"option {name}"))
 
 
-def _checked(parse: Callable[..., T], raw: str, name: str, **bounds: int) -> T:
+def _checked(parse: Callable[..., T], raw: str, name: str, **bounds: float) -> T:
     """``parse(raw)`` with a bad value raised as a :class:`ConfigError` naming the option."""
     try:
         return parse(raw, name, **bounds)
@@ -342,6 +353,7 @@ def _limits(opts: _Opts, selector: TopicSelector) -> Limits:
         min_per_trigger=min_trigger,
         max_trigger_delay_ms=delay,
         max_cuts=opts.integer("maxCutPartitions", 64, minimum=1) or 64,
+        cut_slack=opts.fraction("cutSlack", 0.0, maximum=MAX_CUT_SLACK),
     )
 
 

@@ -28,6 +28,7 @@ def test_defaults_come_from_settings_and_are_documented_values() -> None:
     assert o.starting.default == PositionSpec("latest") and o.ending is None
     assert o.fail_on_data_loss is True
     assert o.limits.max_per_trigger is None and o.limits.min_per_topic == 1000
+    assert o.limits.cut_slack == 0.0  # exact takes unless asked (the stream job asks)
     assert o.durable_subscription and o.subscription_prefix == "widehouse-"
     assert o.heartbeat_interval_s == 600
     batch = parse_options({"topics": A}, PULSAR, batch=True)
@@ -45,6 +46,7 @@ def test_options_are_case_insensitive_and_override_settings() -> None:
             "maxMessagesPerTopic": json.dumps({A: 100, "*": 50}),
             "minMessagesPerTrigger": "10",
             "maxTriggerDelay": "30s",
+            "CUTSLACK": "0.25",
             "readTimeout": "2m",
             "startingOffsets": json.dumps({A: {"0": "5:6"}}),
         },
@@ -54,6 +56,7 @@ def test_options_are_case_insensitive_and_override_settings() -> None:
     assert o.pulsar == PulsarSettings("pulsar+ssl://other:6651", "https://other:8443", "secret-token")
     assert o.limits.max_per_trigger == 5000 and o.limits.cap(A) == 100 and o.limits.cap("x") == 50
     assert o.limits.min_per_trigger == 10 and o.limits.max_trigger_delay_ms == 30_000
+    assert o.limits.cut_slack == 0.25
     assert o.read_timeout_ms == 120_000
     assert o.starting.for_partition(TopicPartition(A, 0)) == PositionSpec("at", Position(5, 6))
     assert pickle.loads(pickle.dumps(o)) == o  # shipped to the stream reader process and executors
@@ -80,6 +83,9 @@ def test_options_are_case_insensitive_and_override_settings() -> None:
         ({"topics": A, "maxMessagesPerTopic": json.dumps({A: -1})}, "needs a count >= 0"),
         ({"topics": A, "maxTriggerDelay": "5m"}, "maxTriggerDelay goes with minMessagesPerTrigger"),
         ({"topics": A, "readTimeout": "soon"}, "readTimeout='soon' is not a duration"),
+        ({"topics": A, "cutSlack": "0.6"}, "cutSlack='0.6' must be between 0 and 0.5"),
+        ({"topics": A, "cutSlack": "-0.1"}, "cutSlack='-0.1' must be between 0 and 0.5"),
+        ({"topics": A, "cutSlack": "some"}, "cutSlack='some' is not a number"),
         ({"topics": A, "appId": "bad id!"}, "appId='bad id!' is invalid"),
         ({"topics": A, "subscriptionPrefix": "a b"}, "subscriptionPrefix"),
         ({"topics": A, "maxOffsetsPerTrigger": "5"}, "unknown option 'maxOffsetsPerTrigger'"),

@@ -160,6 +160,7 @@ class StreamApp:
             appId=group_app_id(stream.app, group.name),
             startingOffsets=self.options.starting_offsets,
             maxMessagesPerTrigger=stream.max_messages,
+            cutSlack=stream.cut_slack,
             # topics moved here by a replan continue where their old group committed them
             startAfter=start_after(self.spark, stream, group.name, group.topics),
         )
