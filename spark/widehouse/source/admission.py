@@ -20,8 +20,8 @@ successive triggers every topic gets its turn.
    those partitions' messages to whole partitions instead, in turn: over successive triggers every
    partition is read, each trigger cuts at most that many, and the total stays what step 3 granted.
 6. where a cut lands is the broker's to find (:meth:`~widehouse.source.broker.BrokerView.locate_all`):
-   with ``cutSlack`` a cut may end up to that share of its take short, at an entry boundary the
-   first probe found, so a trigger takes between ``1 - cutSlack`` of its grant and all of it.
+   with ``cutSlack`` a cut may end up to that share of its take short, at the end of an entry a
+   probe of the search found, so a trigger takes between ``1 - cutSlack`` of its grant and all of it.
 """
 
 from __future__ import annotations
@@ -113,8 +113,8 @@ class Limits:
     max_trigger_delay_ms: int = 0
     max_cuts: int = 64
     cut_slack: float = 0.0
-    """Share of a cut partition's take it may fall short by, to end at an entry boundary the
-    search's first probe finds (``cutSlack``; 0: the exact take)."""
+    """Share of a cut partition's take it may fall short by, to end at the end of an entry a probe
+    of the search finds (``cutSlack``; 0: the exact take)."""
 
     def cap(self, topic: str) -> int | None:
         if self.max_per_topic and topic in self.max_per_topic:

@@ -300,7 +300,7 @@ class BrokerView:
 
         ``lo`` and ``hi`` are marks of the same partition with ``lo.index < target <= hi.index``;
         ``hi`` must have a position. With ``slack`` (a share of the take ``target - lo.index``, in
-        ``[0, 1)``), a probed entry that ends up to that many messages short of ``target`` is
+        ``[0, 1)``), a probed entry that ends up to that share of the take short of ``target`` is
         taken as the mark instead (see :func:`slack_floor`): never past ``target``, always past ``lo``.
         """
         if not lo.index < target <= hi.index or hi.position is None:

@@ -16,8 +16,8 @@ Per micro-batch (:meth:`StreamController.latest_offset`):
    them before (``startAfter``, :mod:`.handover`), else ``startingOffsets`` for the first batch
    and the earliest message after;
 4. admission control on exact backlogs (index arithmetic); locate cut points inside partitions
-   (at most ``maxCutPartitions``: beyond, whole partitions take turns), a cut ending at an entry
-   boundary up to ``cutSlack`` of its take short when the search's first probe finds one;
+   (at most ``maxCutPartitions``: beyond, whole partitions take turns), a cut ending at the end of
+   an entry up to ``cutSlack`` of its take short when a probe of the search lands on one;
 5. return the end offset; a vanished partition or a topic recreated under us is data loss when
    it had unread messages (fails only with ``failOnDataLoss``). A partition the query no longer
    selects (a replan moved its topic to another group) is dropped without a data-loss check: the
