@@ -158,3 +158,35 @@ def test_the_static_data_source_look_up_is_answered_in_process(spark: Any) -> No
 
     spark.dataSource.register(Numbers)
     assert sorted(r.n for r in spark.read.format("widehouse_test_numbers").load().collect()) == [0, 1, 2]
+
+
+def test_the_data_sources_planners_start_blas_single_threaded(spark: Any) -> None:
+    """The Python processes the driver JVM starts (here a data source's read planner) start with one
+    OpenBLAS thread: they import numpy and never use it, and OpenBLAS's thread per core spins at
+    import. The planner's environment travels to the task in the partition it planned."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    class PlannerEnv(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "widehouse_test_planner_env"
+
+        def schema(self) -> str:
+            return "openblas string, omp string"
+
+        def reader(self, schema: Any) -> DataSourceReader:
+            class Reader(DataSourceReader):
+                def partitions(self) -> list[InputPartition]:
+                    import os  # in the planner process
+
+                    names = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
+                    return [InputPartition(tuple(os.environ.get(n) for n in names))]
+
+                def read(self, partition: InputPartition) -> Any:
+                    yield partition.value
+
+            return Reader()
+
+    spark.dataSource.register(PlannerEnv)
+    [row] = spark.read.format("widehouse_test_planner_env").load().collect()
+    assert row.openblas == "1" or row.omp, row  # ours, or the user's own choice left in place

@@ -92,3 +92,15 @@ def test_missing_delta_jars_point_at_make_setup(tmp_path: Path) -> None:
     s = load_settings({"WIDEHOUSE_STATE_DIR": str(tmp_path), "WIDEHOUSE_SPARK_JARS": "/nope/delta.jar"})
     with pytest.raises(SetupError, match=r"Spark jars missing: /nope/delta\.jar"):
         check_jars(s)
+
+
+def test_blas_is_single_threaded_in_spark_python_processes_unless_chosen() -> None:
+    from widehouse.spark.session import blas_single_threaded
+
+    environ: dict[str, str] = {"PATH": "/bin"}
+    blas_single_threaded(environ)
+    assert environ == {"PATH": "/bin", "OPENBLAS_NUM_THREADS": "1"}
+    for chosen in ({"OPENBLAS_NUM_THREADS": "4"}, {"OMP_NUM_THREADS": "2"}):
+        environ = dict(chosen)
+        blas_single_threaded(environ)
+        assert environ == chosen

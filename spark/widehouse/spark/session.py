@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -240,6 +240,7 @@ def build_session(
     # SPARK_AUTH_SOCKET_TIMEOUT seconds (15 by default); a busy 2-core box misses that and fails the
     # query with CANNOT_OPEN_SOCKET. The workers inherit it from the JVM, so set it before it starts.
     os.environ.setdefault("SPARK_AUTH_SOCKET_TIMEOUT", "120")
+    blas_single_threaded(os.environ)
     builder = SparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)
@@ -262,6 +263,20 @@ def build_session(
         _files_dir_on_python_path(session)
     answer_static_lookup(session)  # no planner process just to find no installed data sources
     return session
+
+
+def blas_single_threaded(environ: MutableMapping[str, str]) -> None:
+    """One OpenBLAS thread in the Python processes the driver JVM starts, unless the user chose.
+
+    Those processes (a query's source runner, the data sources' planners) import numpy with pyarrow
+    and never multiply a matrix, yet OpenBLAS starts a thread per core at import that spins before
+    it sleeps: 7 % of a source runner's samples (perf), ~0.07 core-s a process. Spark gives its task
+    workers ``OMP_NUM_THREADS`` (which OpenBLAS honours) but not these. Measured over three
+    alternating pairs of 300k drains: their CPU 0.70-0.76x, a cold app's start-up 0.80x (NOTES,
+    issue 28). They inherit the JVM's environment, so this goes into this process's before the JVM
+    starts; a set ``OPENBLAS_NUM_THREADS`` or ``OMP_NUM_THREADS`` is left as it is."""
+    if not any(environ.get(name) for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")):
+        environ["OPENBLAS_NUM_THREADS"] = "1"
 
 
 def _files_dir_on_python_path(session: SparkSession) -> None:
