@@ -367,17 +367,6 @@ def test_with_cut_slack_a_batch_may_fall_short_of_its_budget_and_reads_everythin
     assert asked["0.3"] < asked["0"], asked
 
 
-def all_payloads(client: Any, topic: str) -> list[str]:
-    import pulsar
-
-    reader = client.create_reader(topic, pulsar.MessageId.earliest)
-    out = []
-    while reader.has_message_available():
-        out.append(reader.read_next(10_000).data().decode())
-    reader.close()
-    return out
-
-
 def test_a_budget_over_many_partitions_reads_whole_ones_in_turn(
     services: Settings, ns: str, client: Any
 ) -> None:
