@@ -132,7 +132,8 @@ def test_slack_saves_probes_where_entries_are_uneven() -> None:
 
 def test_even_entries_are_cut_in_one_probe_with_slack() -> None:
     """Entries of 10 messages, a take of 100 with 0.2 slack: the window holds two entry ends and the
-    first probe, aimed at its middle, lands on one (the exact search often needs a second)."""
+    first probe, aimed at its middle, lands on one, so the cut ends at a whole entry (the exact
+    search also takes one probe here, but ends inside an entry when the start was inside one)."""
     even = Partition([(3, [10] * 40), (4, [10] * 40)])
     for start in range(0, 600, 7):
         lo = Mark(None, -1) if start == 0 else even.exact(start)
