@@ -426,31 +426,49 @@ def test_available_now_reads_to_the_prepared_ends_without_examining_them_again(
         controller.stop()
 
 
-def test_available_now_does_not_ask_the_last_ids_of_partitions_read_to_their_targets(
-    services: Settings, ns: str, client: Any, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("durable", [True, False], ids=["consumers-attached", "no-consumers"])
+def test_available_now_asks_no_end_again_after_its_preparation(
+    services: Settings, ns: str, client: Any, monkeypatch: pytest.MonkeyPatch, durable: bool
 ) -> None:
-    """``AvailableNow`` with a budget of one partition per batch: a partition read up to the end it
-    had at the preparation is not asked its last message id again (with 1,000 partitions, a third
-    of a batch's asks on average and all of the last trigger's); every message is still read once
-    and messages published after the preparation are left to the next run."""
+    """``AvailableNow`` with a budget of one partition per batch: once the preparation has examined
+    the ends, no batch asks the broker for a partition's end again, neither its last message id
+    (the keeper's consumers) nor its last entry (REST: while a 1,000-partition app's subscriptions
+    were being set up, a thousand examinations at its second trigger). Every message is still read
+    once, and messages published after the preparation are left to the next run, lag included."""
     topic = f"persistent://{ns}/turns"
     with PulsarAdmin(services.pulsar) as admin:
         admin.ensure_partitions(topic, 3)
     sent = [m for i in range(3) for m in publish(client, f"{topic}-partition-{i}", 30)]
-    controller = namespace_controller(services, ns, "turns", maxCutPartitions="1")
+    controller = namespace_controller(
+        services, ns, "turns", maxCutPartitions="1", durableSubscription=str(durable).lower()
+    )
     keeper = controller.keeper
-    assert keeper is not None
+    assert (keeper is not None) == durable
     asked: list[list[int]] = []
-    last_positions = keeper.last_positions
+    examined: list[list[int]] = []
+    last_entries = controller.view.last_entries
 
-    def counted(parts: Any) -> Any:
+    def examine(parts: Any) -> Any:
         parts = list(parts)
-        asked.append(sorted(tp.partition for tp in parts))
-        return last_positions(parts)
+        examined.append(sorted(tp.partition for tp in parts))
+        return last_entries(parts)
 
-    monkeypatch.setattr(keeper, "last_positions", counted)
+    monkeypatch.setattr(controller.view, "last_entries", examine)
+    if keeper is not None:
+        last_positions = keeper.last_positions
+
+        def ask(parts: Any) -> Any:
+            parts = list(parts)
+            asked.append(sorted(tp.partition for tp in parts))
+            return last_positions(parts)
+
+        monkeypatch.setattr(keeper, "last_positions", ask)
     try:
         controller.prepare_available_now()
+        if keeper is not None:  # the consumers are there to answer (a running app's set-up is later)
+            keeper.attach(
+                {tp: Mark(None, -1) for tp in controller.view.discover(controller.options.selector)}
+            )
         publish(client, topic, 30, tag="late")  # after the preparation: not this run's
         got: list[str] = []
         batches = list(run_batches(controller, budget=30))
@@ -458,8 +476,10 @@ def test_available_now_does_not_ask_the_last_ids_of_partitions_read_to_their_tar
             got += payloads
         assert [len(p) for _, p in batches] == [30, 30, 30]
         assert sorted(got) == sorted(sent)
-        # one partition fewer each trigger; the last, which finds nothing left, asks nothing
-        assert asked == [[0, 1, 2], [1, 2], [2]]
+        assert asked == []  # consumers that could answer were not asked
+        assert [parts for parts in examined if parts] == [[0, 1, 2]]  # the preparation's only
+        lags = [e.lag for end, _ in batches for e in SourceOffset.from_json(end).partitions.values()]
+        assert lags[-3:] == [0, 0, 0]  # counted to the prepared ends
     finally:
         controller.stop()
 
