@@ -367,6 +367,32 @@ def test_with_cut_slack_a_batch_may_fall_short_of_its_budget_and_reads_everythin
     assert asked["0.3"] < asked["0"], asked
 
 
+def test_a_drain_with_cut_slack_takes_no_batch_more_than_exact_cuts(
+    services: Settings, ns: str, client: Any
+) -> None:
+    """``AvailableNow`` with ``cutSlack``: on the uneven entries where slack makes a stream's batches
+    fall short, a drain that fills its batches exactly (450 messages in budgets of 90) takes five
+    batches of 90, and one with room to spare (budgets of 100) still takes five; every message is
+    read once, in order."""
+    topic = f"persistent://{ns}/uneven"
+    sent: list[str] = []
+    for round_ in range(6):  # a 60-message entry, then 15 entries of one message, six times
+        sent += publish(client, topic, 60, batch=60, tag=f"{round_}b")
+        sent += publish(client, topic, 15, tag=f"{round_}s")
+    sizes: dict[int, list[int]] = {}
+    for budget in (90, 100):
+        controller = namespace_controller(services, ns, f"drain{budget}", cutSlack="0.3")
+        try:
+            controller.prepare_available_now()
+            batches = list(run_batches(controller, budget=budget))
+        finally:
+            controller.stop()
+        assert [payload for _, payloads in batches for payload in payloads] == sent, budget
+        sizes[budget] = [len(p) for _, p in batches]
+    assert sizes[90] == [90] * 5, sizes
+    assert len(sizes[100]) == 5 and all(n <= 100 for n in sizes[100]), sizes
+
+
 def test_a_budget_over_many_partitions_reads_whole_ones_in_turn(
     services: Settings, ns: str, client: Any
 ) -> None:

@@ -22,6 +22,8 @@ successive triggers every topic gets its turn.
 6. where a cut lands is the broker's to find (:meth:`~widehouse.source.broker.BrokerView.locate_all`):
    with ``cutSlack`` a cut may end up to that share of its take short, at the end of an entry a
    probe of the search found, so a trigger takes between ``1 - cutSlack`` of its grant and all of it.
+   A drain (``Trigger.AvailableNow``) uses only the slack that costs it no batch
+   (:func:`drain_slack`).
 """
 
 from __future__ import annotations
@@ -192,6 +194,22 @@ def fewer_cuts(
         pool -= out[key]
         last = key
     return out, last
+
+
+def drain_slack(slack: float, remaining: int, budget: int, cut: int) -> float:
+    """The share of their take a drain's cuts may fall short by without the drain taking a batch more.
+
+    A drain of ``remaining`` messages takes ``ceil(remaining / budget)`` batches when each is full;
+    the last one has ``spare`` room. A batch may fall short by that much in all and the drain still
+    ends in as many batches, so its cuts (``cut`` messages granted to them) get at most
+    ``spare / cut`` of slack. Without this bound, a 100,000-message drain in budgets of 33,334 fell
+    one message short in its second batch and took a fourth batch for that message (~0.5 s); the
+    probes the slack saves are worth ~20 ms a batch.
+    """
+    if slack <= 0 or cut <= 0 or budget <= 0 or remaining <= budget:
+        return slack
+    spare = -(-remaining // budget) * budget - remaining
+    return min(slack, spare / cut)
 
 
 def should_wait(available: int, limits: Limits, waited_ms: float, draining: bool) -> bool:

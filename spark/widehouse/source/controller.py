@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 from widehouse.errors import PulsarError
 from widehouse.pulsar.positions import EntryInfo, Mark, Position, TopicPartition
-from widehouse.source.admission import fewer_cuts, plan_takes, should_wait
+from widehouse.source.admission import drain_slack, fewer_cuts, plan_takes, should_wait
 from widehouse.source.broker import BrokerView, DataLossError
 from widehouse.source.handover import resolve_handover
 from widehouse.source.offsets import PartitionOffset, PositionSpec, SourceOffset
@@ -291,7 +291,10 @@ class StreamController(_Base):
             ceiling = ceilings[tp]
             assert ceiling is not None
             asks.append((tp, starts[tp], ceiling.mark, starts[tp].index + take[tp]))
-        marks.update(zip(cut, self.view.locate_all(asks, limits.cut_slack), strict=True))
+        slack = limits.cut_slack
+        if self._target is not None and budget is not None:  # a drain: no batch more for the slack
+            slack = drain_slack(slack, sum(available.values()), budget, sum(take[tp] for tp in cut))
+        marks.update(zip(cut, self.view.locate_all(asks, slack), strict=True))
         return marks
 
     def report_latest(self) -> dict[str, Any] | None:

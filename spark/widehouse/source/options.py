@@ -22,8 +22,9 @@ booleans ``true/false``, ``1/0``, ``yes/no``, ``on/off``; durations ``500ms``, `
   default 15m), ``maxCutPartitions`` (64: beyond that many partitions read partly in one trigger,
   whole partitions take turns instead; each partly read one costs the driver a broker lookup),
   ``cutSlack`` (``0``, in ``[0, 0.5]``: a partly read partition may end up to that share of its
-  take short, at an entry boundary, when that saves the lookup its further probes; the streaming
-  job sets ``WIDEHOUSE_STREAM_CUT_SLACK``).
+  take short, at an entry boundary, when that saves the lookup its further probes; under
+  ``AvailableNow`` only as far as it costs the drain no batch; the streaming job sets
+  ``WIDEHOUSE_STREAM_CUT_SLACK``).
 - ``startAfter`` (streams): JSON ``{"<topic>": {"<partition>": "<ledger:entry[:batch]>|<index>"}}``,
   marks handed over from another slot group: a partition new to the query starts right after its
   mark instead of at ``startingOffsets`` / the earliest message (:mod:`.handover`).

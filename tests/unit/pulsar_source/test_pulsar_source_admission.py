@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from widehouse.source.admission import Limits, allocate, fewer_cuts, plan_takes, should_wait
+from widehouse.source.admission import Limits, allocate, drain_slack, fewer_cuts, plan_takes, should_wait
 
 
 def test_everything_is_taken_when_it_fits() -> None:
@@ -155,3 +155,42 @@ def test_fewer_cuts_invariants(available: dict[int, int], max_cuts: int, data: s
     before = sum(1 for k in takes if 0 < takes[k] < available[k])
     after = sum(1 for k in out if 0 < out[k] < available[k])
     assert after <= max(max_cuts, 1) if before > max_cuts else out == takes
+
+
+def test_a_drain_gets_only_the_slack_its_last_batch_has_to_spare() -> None:
+    # 100,000 messages in budgets of 33,334: three full batches leave 2 spare in the last
+    assert drain_slack(0.1, 100_000, 33_334, 33) == pytest.approx(2 / 33)
+    assert drain_slack(0.1, 100_000, 33_334, 34_000) == pytest.approx(2 / 34_000)
+    # 300,000 in budgets of 20,000: no room at all, exact cuts
+    assert drain_slack(0.1, 300_000, 20_000, 5_000) == 0.0
+    # 250 in budgets of 100: the last batch has 50 spare, more than 0.1 of a 100-message cut
+    assert drain_slack(0.1, 250, 100, 100) == 0.1
+    assert drain_slack(0.3, 250, 100, 100) == pytest.approx(0.3)
+    assert drain_slack(0.3, 250, 100, 200) == pytest.approx(0.25)
+    # the last batch (everything fits), no cut or no slack asked: what was asked
+    assert drain_slack(0.1, 90, 100, 10) == 0.1
+    assert drain_slack(0.1, 1_000, 100, 0) == 0.1
+    assert drain_slack(0.0, 1_000, 300, 100) == 0.0
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    remaining=st.integers(1, 100_000),
+    budget=st.integers(1, 20_000),
+    slack=st.sampled_from([0.0, 0.05, 0.1, 0.3, 0.5]),
+    data=st.data(),
+)
+def test_a_drain_never_takes_a_batch_more_for_its_slack(
+    remaining: int, budget: int, slack: float, data: st.DataObject
+) -> None:
+    """Batch after batch, every cut falling as short as its slack lets it (rounded as the search's
+    floor rounds: a whole number of messages): the drain ends in ``ceil(remaining / budget)``."""
+    batches, left = 0, remaining
+    while left > 0:
+        take = min(budget, left)
+        cut = data.draw(st.integers(0, take), label="messages granted to cut partitions")
+        share = drain_slack(slack, left, budget, cut)
+        short = int(cut * share) if take < left else 0  # the last batch takes everything: no cut
+        left -= take - short
+        batches += 1
+        assert batches <= -(-remaining // budget)
