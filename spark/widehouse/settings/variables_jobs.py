@@ -145,7 +145,8 @@ JOB_VARIABLES: tuple[Variable[Any], ...] = (
         "stream.cut_slack",
         "Streaming: share of a partly read partition's take a batch may fall short by, to end at the "
         "entry boundary a probe of the broker found (0: exact takes; at most 0.5). Fewer probe "
-        "rounds while a batch is planned: at 20,000-message batches, 1-2 rounds instead of 3.",
+        "rounds while a batch is planned: at 20,000-message batches, 1-2 rounds instead of 3. A drain "
+        "(`--available-now`) uses only what costs it no batch more.",
     ),
     Variable(
         "WIDEHOUSE_STREAM_SINKS",
