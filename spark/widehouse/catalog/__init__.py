@@ -7,6 +7,8 @@ is derived from it. This package is light: no pyspark (see :mod:`widehouse.catal
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from widehouse.catalog.eventtime import (
     DEFAULT_RULES,
     EventTimeRules,
@@ -15,7 +17,6 @@ from widehouse.catalog.eventtime import (
     hour_start,
 )
 from widehouse.catalog.filters import Filter, FilterError, parse_filter
-from widehouse.catalog.loader import load_catalog
 from widehouse.catalog.model import (
     AGGREGATES,
     Catalog,
@@ -27,7 +28,6 @@ from widehouse.catalog.model import (
     WideColumn,
     WideTable,
 )
-from widehouse.catalog.problems import CatalogValidationError, Problem
 from widehouse.catalog.semantics.parse import (
     OVERFLOW,
     QUARANTINE_REASONS,
@@ -37,6 +37,10 @@ from widehouse.catalog.semantics.parse import (
     parse_event,
 )
 from widehouse.catalog.types import Field, FieldType
+
+if TYPE_CHECKING:
+    from widehouse.catalog.loader import load_catalog
+    from widehouse.catalog.problems import CatalogValidationError, Problem
 
 __all__ = [
     "AGGREGATES",
@@ -68,3 +72,23 @@ __all__ = [
     "parse_event",
     "parse_filter",
 ]
+
+
+_LAZY = {
+    "load_catalog": "widehouse.catalog.loader",
+    "CatalogValidationError": "widehouse.catalog.problems",
+    "Problem": "widehouse.catalog.problems",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The loader and its problem types, imported on first use: they bring YAML with them, which
+    the processes Spark starts for the stream's source (a plan, already parsed) never need."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
