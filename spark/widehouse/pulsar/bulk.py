@@ -18,12 +18,14 @@ client, which raises the errors with their full explanation.
 
 from __future__ import annotations
 
-import asyncio
 import json as jsonlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
+
+if TYPE_CHECKING:  # imported where requests are sent: most processes that import this never send
+    import asyncio
 
 CONNECTIONS = 16
 
@@ -61,6 +63,8 @@ def send_all(
     base = urlsplit(base_url)
     if base.scheme != "http":
         raise ValueError(f"only plain http:// is sent pipelined, not {base.scheme}://")
+    import asyncio
+
     try:
         return asyncio.run(_send_all(base, headers, list(requests), connections, timeout))
     except RuntimeError as exc:  # called inside a running event loop: the caller sends them itself
@@ -70,6 +74,8 @@ def send_all(
 async def _send_all(
     base: Any, headers: Mapping[str, str], requests: list[Request], connections: int, timeout: float
 ) -> list[Answer | Exception]:
+    import asyncio
+
     answers: list[Answer | Exception | None] = [None] * len(requests)
     pending = iter(range(len(requests)))
 
