@@ -322,6 +322,16 @@ def test_admission_per_trigger_floor_and_exactly_once(services: Settings, ns: st
         controller.stop()
 
 
+def publish_uneven(client: Any, topic: str) -> list[str]:
+    """450 messages on entries of uneven sizes, where the broker index interpolates badly: a
+    60-message entry, then 15 entries of one message, six times. Returns the payloads in order."""
+    sent: list[str] = []
+    for round_ in range(6):
+        sent += publish(client, topic, 60, batch=60, tag=f"{round_}b")
+        sent += publish(client, topic, 15, tag=f"{round_}s")
+    return sent
+
+
 def test_with_cut_slack_a_batch_may_fall_short_of_its_budget_and_reads_everything_once(
     services: Settings, ns: str, client: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -329,11 +339,7 @@ def test_with_cut_slack_a_batch_may_fall_short_of_its_budget_and_reads_everythin
     search probed. On entries of uneven sizes (the broker index interpolates badly there) each batch
     stays within the budget and takes at least ``1 - cutSlack`` of it, the searches probe less than
     exact cuts do, and every message is read once, in order."""
-    topic = f"persistent://{ns}/uneven"
-    sent: list[str] = []
-    for round_ in range(6):  # a 60-message entry, then 15 entries of one message, six times
-        sent += publish(client, topic, 60, batch=60, tag=f"{round_}b")
-        sent += publish(client, topic, 15, tag=f"{round_}s")
+    sent = publish_uneven(client, f"persistent://{ns}/uneven")
     probes: list[str] = []
     pipelined = PulsarAdmin.pipelined
     respond = PulsarAdmin.response
@@ -374,11 +380,7 @@ def test_a_drain_with_cut_slack_takes_no_batch_more_than_exact_cuts(
     fall short, a drain that fills its batches exactly (450 messages in budgets of 90) takes five
     batches of 90, and one with room to spare (budgets of 100) still takes five; every message is
     read once, in order."""
-    topic = f"persistent://{ns}/uneven"
-    sent: list[str] = []
-    for round_ in range(6):  # a 60-message entry, then 15 entries of one message, six times
-        sent += publish(client, topic, 60, batch=60, tag=f"{round_}b")
-        sent += publish(client, topic, 15, tag=f"{round_}s")
+    sent = publish_uneven(client, f"persistent://{ns}/uneven")
     sizes: dict[int, list[int]] = {}
     for budget in (90, 100):
         controller = namespace_controller(services, ns, f"drain{budget}", cutSlack="0.3")
