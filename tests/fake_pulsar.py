@@ -9,7 +9,12 @@ unit test see which messages had their id taken.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from widehouse.source.messages import Messages
 
 
 class FakeMessageId:
@@ -93,3 +98,36 @@ class FakeReader:
 def id_calls(messages: Iterable[FakeMessage]) -> dict[tuple[int, int, int], int]:
     """Position -> how often its id was taken, for the messages whose id was taken at all."""
     return {m.position: m.id_calls for m in messages if m.id_calls}
+
+
+def partition_of(topic: str) -> int:
+    """Any partition number per topic (ids must carry the run's partition): :func:`message_chunks`'."""
+    return sum(map(ord, topic)) % 7
+
+
+def message_chunks(batch: pa.RecordBatch, rows: int, ledger: int) -> tuple[list[Messages], list[FakeMessage]]:
+    """The source's Arrow rows as the read loop hands them out: chunks of ``rows``, a run per stretch
+    of one topic; message ``i`` sits at ``ledger:i`` (its partition's order is the batch's), on
+    partition :func:`partition_of` its topic."""
+    import pyarrow as pa
+
+    from widehouse.source.messages import Messages
+
+    values = batch["value"].to_pylist()
+    topics = batch["__topic"].to_pylist()
+    publish_us = batch["__publishTime"].cast(pa.int64()).to_pylist()
+    messages = [FakeMessage(ledger, i) for i in range(len(values))]
+    chunks = []
+    for low in range(0, len(values), rows):
+        chunk = Messages()
+        for i in range(low, min(low + rows, len(values))):
+            chunk.values.append(values[i])
+            chunk.publish_ms.append(publish_us[i] // 1000)
+            chunk.messages.append(messages[i])
+            topic, partition = topics[i], partition_of(topics[i])
+            if chunk.runs and chunk.runs[-1][:2] == (topic, partition):
+                chunk.runs[-1] = (topic, partition, chunk.runs[-1][2] + 1)
+            else:
+                chunk.runs.append((topic, partition, 1))
+        chunks.append(chunk)
+    return chunks, messages

@@ -10,9 +10,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from tests.fake_pulsar import FakeMessage, id_calls
+from tests.fake_pulsar import id_calls, message_chunks, partition_of
 from widehouse.catalog import Accepted, Catalog, load_catalog
-from widehouse.source.messages import Messages
 from widehouse.stream.plan import TransformPlan, output_schema
 from widehouse.stream.transform import transform
 from widehouse.testing import generated_source_batch, reference_verdicts
@@ -32,33 +31,6 @@ def batch(catalog: Catalog) -> pa.RecordBatch:
     return generated_source_batch(catalog, 6_000, users=200, late_rate=0.01)
 
 
-def _partition(topic: str) -> int:
-    return sum(map(ord, topic)) % 7  # any number per topic: ids must carry the run's partition
-
-
-def _chunks(batch: pa.RecordBatch, rows: int) -> tuple[list[Messages], list[FakeMessage]]:
-    """The batch's messages as the read loop hands them out: chunks of ``rows``, a run per stretch of
-    one topic; message ``i`` sits at ``LEDGER:i`` (its partition's order is the batch's)."""
-    values = batch["value"].to_pylist()
-    topics = batch["__topic"].to_pylist()
-    publish_us = batch["__publishTime"].cast(pa.int64()).to_pylist()
-    messages = [FakeMessage(LEDGER, i) for i in range(len(values))]
-    chunks = []
-    for low in range(0, len(values), rows):
-        chunk = Messages()
-        for i in range(low, min(low + rows, len(values))):
-            chunk.values.append(values[i])
-            chunk.publish_ms.append(publish_us[i] // 1000)
-            chunk.messages.append(messages[i])
-            topic, partition = topics[i], _partition(topics[i])
-            if chunk.runs and chunk.runs[-1][:2] == (topic, partition):
-                chunk.runs[-1] = (topic, partition, chunk.runs[-1][2] + 1)
-            else:
-                chunk.runs.append((topic, partition, 1))
-        chunks.append(chunk)
-    return chunks, messages
-
-
 def _side_rows(out: pa.Table) -> set[tuple[str, str, str | None, int]]:
     sides = out.filter(pc.is_in(out["wh_kind"], pa.array(["quarantine", "late"])))
     publish = sides["wh_publish_time"].cast(pa.int64()).to_pylist()
@@ -74,12 +46,12 @@ def test_side_rows_keep_their_exact_ids_and_no_other_id_is_taken(
     catalog: Catalog, batch: pa.RecordBatch
 ) -> None:
     plan = TransformPlan(catalog, tuple(t.name for t in catalog.wide_tables))
-    chunks, messages = _chunks(batch, 1000)
+    chunks, messages = message_chunks(batch, 1000, LEDGER)
     out = pa.Table.from_batches(list(transform(chunks, plan)), schema=output_schema(plan))
 
     expected: set[tuple[str, str, str | None, int]] = set()
     for i, (topic, _payload, publish, verdict) in enumerate(reference_verdicts(catalog, batch)):
-        message_id = f"{LEDGER}:{i}:{_partition(topic)}:-1"
+        message_id = f"{LEDGER}:{i}:{partition_of(topic)}:-1"
         publish_us = round(publish.timestamp() * 1000) * 1000
         if not isinstance(verdict, Accepted):
             expected.add((message_id, "quarantine", verdict.reason, publish_us))
@@ -104,7 +76,7 @@ def test_chunks_fold_to_the_same_partials_as_the_sources_arrow_rows(
     """The Arrow path is checked against the reference rows (test_transform.py); the chunks' path
     must fold the same messages to the same partial rows."""
     plan = TransformPlan(catalog, tuple(t.name for t in catalog.wide_tables))
-    chunks, _messages = _chunks(batch, 777)
+    chunks, _messages = message_chunks(batch, 777, LEDGER)
     of_chunks = pa.Table.from_batches(list(transform(chunks, plan)), schema=output_schema(plan))
     of_arrow = pa.Table.from_batches(list(transform([batch], plan)), schema=output_schema(plan))
 
@@ -127,7 +99,7 @@ def test_chunks_in_runs_of_a_topic_fold_to_the_same_output_as_the_sources_arrow_
 
     by_topic = batch.take(pc.sort_indices(batch, [("__topic", "ascending")]))
     plan = TransformPlan(catalog, tuple(t.name for t in catalog.wide_tables))
-    chunks, _messages = _chunks(by_topic, 777)
+    chunks, _messages = message_chunks(by_topic, 777, LEDGER)
     assert all(len(c.runs) * transform_module._RUN_ROWS <= len(c) for c in chunks)  # the runs' path
     of_chunks = pa.Table.from_batches(list(transform(chunks, plan)), schema=output_schema(plan))
     of_arrow = pa.Table.from_batches(list(transform([by_topic], plan)), schema=output_schema(plan))
