@@ -450,10 +450,12 @@ def transform(batches: Iterable[pa.RecordBatch | Messages], plan: TransformPlan)
 
 def compile_handlers(plan: TransformPlan, topics: Iterable[str]) -> int:
     """Compile the fast-path handlers of ``topics`` into this process's cache, ahead of the tasks
-    that fold them; returns how many have one. Each group's plan still makes its own templates
-    (:class:`widehouse.stream.plan.Prepared`, once per worker) but finds their code compiled:
-    ~0.6 ms a topic otherwise, paid by the first task that meets the topic (~0.6 s a worker with
-    1,000 topics of as many shapes)."""
+    that fold them; returns how many have one. A group whose plan equals ``plan`` (an app of one
+    group) finds the templates too: a worker unpickles equal plans as one object (see
+    :meth:`widehouse.stream.plan.TransformPlan.__reduce__`). Another group's plan makes its own
+    templates (:class:`widehouse.stream.plan.Prepared`, once per worker) but finds their code
+    compiled: ~0.6 ms a topic otherwise, paid by the first task that meets the topic (~0.6 s a
+    worker with 1,000 topics of as many shapes)."""
     if not plan.fast_path:
         return 0
     acc = _Accumulator(plan)
