@@ -26,7 +26,7 @@ def test_warmed_workers_have_the_reading_code_imported_and_the_handlers_compiled
     def imported(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """What the worker running this task had before it (made here: shipped by value)."""
         for batch in batches:
-            flag = "widehouse.stream.spark.source" in sys.modules and "_pulsar" in sys.modules
+            flag = all(m in sys.modules for m in ("widehouse.stream.spark.source", "_pulsar", "pandas"))
             fastpath = sys.modules.get("widehouse.stream.fastpath")
             cached = {code.co_filename for code in getattr(fastpath, "_CODE", {}).values()}
             flag = flag and files <= cached

@@ -14,8 +14,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+from tests.fake_pulsar import message_chunks
 from widehouse.catalog import load_catalog
 from widehouse.stream.plan import TransformPlan
+from widehouse.testing import generated_source_batch
 
 ROOT = Path(__file__).parents[3]
 
@@ -29,6 +31,34 @@ def _run(code: str, *args: str) -> str:
         cwd=ROOT,
     )
     return out.stdout.strip()
+
+
+def test_a_warmed_workers_first_reading_task_imports_nothing(tmp_path: Path) -> None:
+    """Its first batch's output imported pandas (pyarrow does on its first array of Python values)
+    and ``pyarrow.compute``: ~0.25-0.3 core-s a worker on the first batch's critical path, measured.
+    The warm-up imports them while the driver plans."""
+    catalog = load_catalog(ROOT / "schemas")
+    topics = [str(t.name) for t in catalog.topics]
+    plan = TransformPlan.for_topics(catalog, topics)
+    batch = generated_source_batch(catalog, 2_000, users=50, late_rate=0.01)
+    chunks, _messages = message_chunks(batch, 500, 7)
+    shipped = tmp_path / "task.pkl"
+    shipped.write_bytes(pickle.dumps((plan, topics, chunks)))
+    imported = _run(
+        """
+        import pickle, sys
+        from widehouse.stream.spark.warmup import _readers
+        plan, topics, chunks = pickle.loads(open(sys.argv[1], "rb").read())
+        list(_readers(plan, topics)(iter([])))
+        before = set(sys.modules)
+        from widehouse.stream.transform import transform_packed
+        batches = list(transform_packed(chunks, plan))
+        assert batches and sum(b.num_rows for b in batches) > 0
+        print(sorted(set(sys.modules) - before))
+        """,
+        str(shipped),
+    )
+    assert imported == "[]"
 
 
 def _many_topics_catalog(root: Path, topics: int) -> Path:

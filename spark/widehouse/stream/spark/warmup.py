@@ -3,12 +3,13 @@
 The first Python task of a Spark application pays for starting the worker processes, importing the
 transform, the fast path and the Pulsar client into them, and the JVM's first job (several seconds
 on a small machine); the first task that meets a topic in a worker compiles its fast-path handler
-(~0.3 ms a topic: ~0.3 s a worker with 1,000 topics). Left to the first micro-batch, that sits on
-the batch's critical path right after the driver spent its own start-up planning it (discovery,
-subscriptions, offsets: REST calls, the worker side idle). :func:`warm_workers` runs one tiny job
-in the background as the app starts, which imports those modules and compiles the app's handlers
-in each worker, so both happen at once; Spark reuses the warmed workers for the stream's reading
-tasks (``spark.python.worker.reuse``). :func:`plan_read_early` does the same for the one piece of
+(~0.3 ms a topic: ~0.3 s a worker with 1,000 topics), and the first output it builds imports
+pandas (pyarrow does, ~0.25 s). Left to the first micro-batch, that sits on the batch's critical
+path right after the driver spent its own start-up planning it (discovery, subscriptions, offsets:
+REST calls, the worker side idle). :func:`warm_workers` runs one tiny job in the background as the
+app starts, which imports those modules and compiles the app's handlers in each worker, so both
+happen at once; Spark reuses the warmed workers for the stream's reading tasks
+(``spark.python.worker.reuse``). :func:`plan_read_early` does the same for the one piece of
 the first batch's planning that Spark leaves until after the batch was planned: how the group's
 Python source is read.
 """
@@ -37,11 +38,15 @@ def _readers(
 
     def warm(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import _pulsar  # noqa: F401
+        import pyarrow as pa
 
         import widehouse.stream.spark.source  # noqa: F401
         from widehouse.stream.transform import compile_handlers
 
         compile_handlers(plan, topics)
+        # a task's output is built from Python values, and pyarrow imports pandas on its first such
+        # array (~0.25 core-s): here, rather than in each worker's first reading task
+        pa.array([0], pa.int64())
         yield from batches
 
     return warm
