@@ -34,3 +34,19 @@ JIT_OPTIONS: dict[str, str] = {
     "tiered": "",
 }
 """The JVM options of each profile (``tiered``: none)."""
+
+
+def common_pool_option(cores: int | None = None) -> str:
+    """The JVM option that gives the common fork-join pool at least two threads.
+
+    The JDK sizes that pool at one thread fewer than the cores, and with a single thread,
+    ``CompletableFuture``'s ``*Async`` calls given no executor each start a new thread instead. The
+    Pulsar broker makes such calls on paths every reader and consumer takes (its topic policies, at
+    each subscribe): on this project's 2-core box a fresh broker started ~1,000 threads while 1,000
+    readers subscribed (JFR's ``jdk.ThreadStart``), none with two, and the broker's CPU per reader
+    fell ~20 % (NOTES, issue 28, thirty-fifth round). On more cores this is the JVM's own default
+    (cores - 1)."""
+    import os
+
+    threads = max(2, (cores or os.cpu_count() or 1) - 1)
+    return f"-Djava.util.concurrent.ForkJoinPool.common.parallelism={threads}"

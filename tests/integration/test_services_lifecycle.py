@@ -20,7 +20,7 @@ import pytest
 
 from widehouse import clickhouse
 from widehouse.errors import ClickHouseError
-from widehouse.jvm import JIT_OPTIONS
+from widehouse.jvm import JIT_OPTIONS, common_pool_option
 from widehouse.services.metastore import list_databases, thrift_call
 from widehouse.services.process import find_marked_pids
 from widehouse.settings import load_settings
@@ -94,6 +94,7 @@ def test_up_twice_status_crash_and_down_leave_nothing(tmp_path: Path) -> None:
         arguments = Path(f"/proc/{broker}/cmdline").read_bytes().decode().split("\0")
         profile = load_settings(env).local.pulsar_jit
         assert set(JIT_OPTIONS[profile].split()) <= set(arguments), profile
+        assert common_pool_option() in arguments  # async continuations on pool threads, not one thread each
 
         again = cli(env, "up")
         assert again.returncode == 0

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from widehouse.jvm import common_pool_option
 from widehouse.services.hbase import HBaseThrift, hbase_site, render_site
 from widehouse.services.metastore import HiveMetastore
 from widehouse.services.pulsar import PulsarStandalone, pulsar_overrides, render_conf
@@ -182,3 +183,11 @@ def test_the_broker_jvm_compiles_as_the_setting_says(
     assert [o for o in extra if o.startswith(("-XX:Tier", "-XX:-Tiered"))] == options
     assert extra[0] == service.marker  # the service manager finds its process by it
     assert "-Dpulsar.allocator.exit_on_oom=true" in extra
+    assert common_pool_option() in extra
+
+
+@pytest.mark.parametrize(("cores", "threads"), [(1, 2), (2, 2), (3, 2), (8, 7)])
+def test_the_brokers_common_pool_has_at_least_two_threads(cores: int, threads: int) -> None:
+    """With one thread (the JDK's size on two cores), each ``CompletableFuture`` ``*Async`` call
+    given no executor starts a thread of its own; more cores keep the JDK's size (cores - 1)."""
+    assert common_pool_option(cores) == f"-Djava.util.concurrent.ForkJoinPool.common.parallelism={threads}"

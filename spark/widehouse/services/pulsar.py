@@ -27,7 +27,7 @@ import urllib.request
 from pathlib import Path
 
 from widehouse.errors import SetupError
-from widehouse.jvm import JIT_OPTIONS
+from widehouse.jvm import JIT_OPTIONS, common_pool_option
 from widehouse.pulsar import tokens
 from widehouse.services.base import LocalService, java_bin, require_dir
 from widehouse.services.process import PortSpec, log4j2_console, port_is_open
@@ -183,6 +183,7 @@ class PulsarStandalone(LocalService):
                     "-Dpulsar.allocator.exit_on_oom=true",
                     f"-Djava.io.tmpdir={self.dir / 'tmp'}",
                     *JIT_OPTIONS[local.pulsar_jit].split(),
+                    common_pool_option(),
                 ]
             ),
         }
