@@ -99,7 +99,7 @@ class TransformPlan:
         unpickle a group's source and pickle it again for its tasks, and pickling an unpickled
         catalog need not give the same bytes (a ``Path`` is rebuilt from its parts, so which equal
         strings are one object changes): the tasks would find another digest than the warm-up's
-        and build every handler template again (~1 s a worker with 1,000 topics, measured)."""
+        and build every handler template again (~0.2 s a worker with 1,000 topics, measured)."""
         if self._shipped is not None:
             return _shipped_plan, self._shipped
         state = pickle.dumps((self.catalog, self.tables, self.payload_limit, self.fast_path), protocol=5)
