@@ -7,16 +7,18 @@ each figure's runs side by side with the ratio of the medians::
 
     python -m bench ab --against HEAD~1 --pairs 3 -- transform --events 200000 --runs 3
 
-Only the library is swapped (``git archive <rev> spark``, first on ``PYTHONPATH``); the benchmark's
-own code is this checkout's. On ``local[*]`` Spark's Python workers inherit ``PYTHONPATH`` (checked
-with plain pyspark), so benchmarks that run Spark applications compare too; on a cluster the
-executors import the shipped wheel instead. Services are the running ones. Figures are the top-level
-numbers of the JSON the benchmark saves (``--figure`` picks some, dotted paths reach inside).
+Only the library is swapped (``git archive <rev> spark``, first on ``PYTHONPATH``, byte-compiled
+like the checkout's); the benchmark's own code is this checkout's. On ``local[*]`` Spark's Python
+workers inherit ``PYTHONPATH`` (checked with plain pyspark), so benchmarks that run Spark
+applications compare too; on a cluster the executors import the shipped wheel instead. Services are
+the running ones. Figures are the top-level numbers of the JSON the benchmark saves (``--figure``
+picks some, dotted paths reach inside).
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import io
 import json
 import os
@@ -57,7 +59,19 @@ def export_library(rev: str, into: Path, repo: Path = ROOT) -> Path:
         raise AbError(f"--against {rev!r} is not a commit of {repo} with a spark/ directory") from exc
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(into, filter="data")
-    return into / "spark"
+    return compiled(into / "spark")
+
+
+def compiled(library: Path) -> Path:
+    """``library`` with the bytecode of its modules written beside them; returns it.
+
+    Both sides get it, as ``make setup`` gives the checkout's library. Where
+    ``PYTHONDONTWRITEBYTECODE`` is set (this sandbox), a library never compiled is compiled from
+    source again by every process that imports it: each of Spark's Python processes (~0.1-0.3
+    core-s each), so a side without bytecode lost every start-up comparison for that alone."""
+    if not compileall.compile_dir(str(library), quiet=1):
+        raise AbError(f"the library at {library} does not compile")
+    return library
 
 
 def run_bench(argv: list[str], env: Mapping[str, str]) -> dict[str, Any]:
@@ -169,6 +183,7 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         with tempfile.TemporaryDirectory(prefix="bench-ab-") as tmp:
+            compiled(ROOT / "spark")  # this checkout's edited modules, as the old side's
             old, new = compare(bench, export_library(args.against, Path(tmp)), args.pairs)
         keys = args.figure or default_figures(old + new)
         rows = summary(old, new, keys)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 from collections.abc import Mapping
@@ -27,8 +28,18 @@ def test_the_old_side_is_the_revisions_library(tmp_path: Path) -> None:
         _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", text)
     path = ab.export_library("HEAD~1", tmp_path / "out", repo=repo)
     assert (path / "lib" / "mod.py").read_text() == "old = 1\n"
+    # byte-compiled, as the checkout's library is: else where PYTHONDONTWRITEBYTECODE is set each of
+    # the old side's processes compiled it from source again, and lost every start-up comparison
+    assert Path(importlib.util.cache_from_source(str(path / "lib" / "mod.py"))).is_file()
     with pytest.raises(ab.AbError, match="'no-such-rev'"):
         ab.export_library("no-such-rev", tmp_path / "other", repo=repo)
+
+
+def test_a_library_that_does_not_compile_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "broken.py").write_text("def f(:\n")
+    with pytest.raises(ab.AbError, match="does not compile"):
+        ab.compiled(tmp_path)
 
 
 def test_pairs_alternate_which_side_goes_first_and_only_the_old_side_gets_the_path(
