@@ -121,12 +121,20 @@ def drop_databases(clickhouse: Any, names: Iterable[str]) -> int:
 
 
 def stream_plan() -> Any:
-    """The module of the stream transform's plan and output schema: ``widehouse.stream.plan``, or
-    ``widehouse.stream.transform`` in a library from before it (``bench ab`` against an older
-    revision imports this checkout's benchmarks over that library)."""
+    """The stream transform's ``TransformPlan`` and ``output_schema`` (as attributes), wherever the
+    library under test keeps them: ``widehouse.stream.plan`` and ``widehouse.stream.output`` now, the
+    plan module alone or ``widehouse.stream.transform`` in libraries from before (``bench ab``
+    against an older revision imports this checkout's benchmarks over that library)."""
     import importlib
+    from types import SimpleNamespace
 
-    try:
-        return importlib.import_module("widehouse.stream.plan")
-    except ModuleNotFoundError:
-        return importlib.import_module("widehouse.stream.transform")
+    found: dict[str, Any] = {}
+    for name in ("widehouse.stream.output", "widehouse.stream.plan", "widehouse.stream.transform"):
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError:
+            continue
+        for attribute in ("TransformPlan", "output_schema"):
+            if attribute not in found and hasattr(module, attribute):
+                found[attribute] = getattr(module, attribute)
+    return SimpleNamespace(**found)

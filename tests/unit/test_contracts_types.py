@@ -11,7 +11,7 @@ import pytest
 from widehouse.catalog.types import SCALARS
 from widehouse.contracts import types
 from widehouse.hbase import codec
-from widehouse.stream.plan import ARROW_VALUE_TYPES, TIMESTAMP
+from widehouse.stream.output import ARROW_VALUE_TYPES, TIMESTAMP
 
 ROOT = Path(__file__).parents[2]
 UTC_US = pa.timestamp("us", tz="UTC")

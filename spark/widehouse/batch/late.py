@@ -83,10 +83,10 @@ def fold_stored(
 ) -> pa.Table:
     """The stream's transform over stored messages (columns of equal length: topic, message id,
     payload, the time standing in for the publish time): the tagged output of
-    :func:`widehouse.stream.plan.output_schema`."""
+    :func:`widehouse.stream.output.output_schema`."""
     import pyarrow as pa
 
-    from widehouse.stream.plan import output_schema
+    from widehouse.stream.output import output_schema
     from widehouse.stream.transform import transform
 
     def plain(column: Any, kind: pa.DataType) -> pa.Array:

@@ -33,7 +33,7 @@ from widehouse.contracts.tables import SIDE_SHAPES
 from widehouse.errors import DeltaError
 from widehouse.settings import DeltaSettings
 from widehouse.shape import Shape
-from widehouse.stream.plan import ARROW_VALUE_TYPES, TIMESTAMP, value_arrow_type
+from widehouse.stream.output import ARROW_VALUE_TYPES, TIMESTAMP, value_arrow_type
 from widehouse.stream.tables import delta_partials, delta_side
 
 if TYPE_CHECKING:

@@ -53,14 +53,8 @@ from widehouse.catalog import OVERFLOW, WideTable
 from widehouse.catalog.semantics.fold import sum_in_range
 from widehouse.catalog.types import INT64
 from widehouse.contracts.tables import COUNTS_SHAPE, LATE_SHAPE, QUARANTINE_SHAPE
-from widehouse.stream.plan import (
-    KIND_LATE,
-    KIND_PARTIAL,
-    KIND_QUARANTINE,
-    KIND_STATS,
-    SIDE_COLUMNS,
-    TransformPlan,
-)
+from widehouse.stream.output import SIDE_COLUMNS
+from widehouse.stream.plan import KIND_LATE, KIND_PARTIAL, KIND_QUARANTINE, KIND_STATS, TransformPlan
 
 log = logging.getLogger("widehouse.stream")
 

@@ -1,11 +1,12 @@
-"""The stream transform's plan and its output's one tagged schema: what the reading tasks fold
-(:mod:`widehouse.stream.transform`), what the driver merges (:mod:`widehouse.stream.merge`) and the
-bronze tables and sinks read.
+"""The stream transform's plan: what the reading tasks fold (:mod:`widehouse.stream.transform`).
 
 :class:`TransformPlan` is the picklable description a task gets (the catalog, the tables, the fast
-path's switch); :func:`output_schema` the Arrow schema of everything a task yields: partial rows
-(``wh_kind = 'partial'``, each table's columns prefixed ``t<i>_``), quarantine, late and stats rows
-(:data:`META_FIELDS`).
+path's switch), shipped once per process (:func:`_shipped_plan`); :class:`Prepared` what every task
+of a plan derives from the catalog alone. The rows a task yields (``wh_kind``: :data:`KIND_PARTIAL`
+and the others) have the schema of :func:`widehouse.stream.output.output_schema`.
+
+Spark's planner processes unpickle a group's source, plan included, only to pass it on: this module
+imports no pyarrow (its schema lives in :mod:`widehouse.stream.output`), so they need none.
 """
 
 from __future__ import annotations
@@ -15,12 +16,9 @@ import pickle
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import pyarrow as pa
-
-from widehouse.catalog import Catalog, WideTable
+from widehouse.catalog import Catalog
 from widehouse.catalog.semantics.fold import ColumnRule, compile_rules
 from widehouse.contracts.periods import HOUR_MS
-from widehouse.contracts.types import ARROW_OF_SPARK, KIND_TYPES, arrow_type
 from widehouse.errors import CatalogError
 from widehouse.stream.deadletter import PAYLOAD_LIMIT
 from widehouse.stream.fastpath import HandlerTemplate, handler_template
@@ -29,31 +27,6 @@ KIND_PARTIAL = "partial"
 KIND_QUARANTINE = "quarantine"
 KIND_LATE = "late"
 KIND_STATS = "stats"
-
-TIMESTAMP = arrow_type(ARROW_OF_SPARK["timestamp"])
-ARROW_VALUE_TYPES: dict[str, pa.DataType] = {k: arrow_type(t.arrow_value) for k, t in KIND_TYPES.items()}
-
-# the columns shared by quarantine, late and stats rows
-META_FIELDS: tuple[pa.Field, ...] = (
-    pa.field("wh_kind", pa.string(), nullable=False),
-    pa.field("wh_table", pa.string()),
-    pa.field("wh_topic", pa.string()),
-    pa.field("wh_message_id", pa.string()),
-    pa.field("wh_publish_time", TIMESTAMP),
-    pa.field("wh_event_time", TIMESTAMP),
-    pa.field("wh_key", pa.string()),
-    pa.field("wh_reason", pa.string()),
-    pa.field("wh_detail", pa.string()),
-    pa.field("wh_payload", pa.binary()),
-    pa.field("wh_payload_bytes", pa.int64()),
-    pa.field("wh_rows_in", pa.int64()),
-    pa.field("wh_good", pa.int64()),
-    pa.field("wh_bad", pa.int64()),
-    pa.field("wh_late", pa.int64()),
-    pa.field("wh_max_event_time", TIMESTAMP),
-    pa.field("wh_min_publish_time", TIMESTAMP),
-    pa.field("wh_max_publish_time", TIMESTAMP),
-)
 
 
 @dataclass(frozen=True)
@@ -177,36 +150,3 @@ def prepared(plan: TransformPlan) -> Prepared:
             _PREPARED.clear()
         found = _PREPARED[id(plan)] = Prepared(plan)
     return found
-
-
-def value_arrow_type(column_agg: str, value_type: str) -> pa.DataType:
-    """Arrow type of a partial column (count -> int64; first/last -> struct<ts, v>)."""
-    value = ARROW_VALUE_TYPES[value_type]
-    if column_agg == "count":
-        return pa.int64()
-    if column_agg in ("first", "last"):
-        return pa.struct([pa.field("ts", TIMESTAMP), pa.field("v", value)])
-    return value
-
-
-def table_fields(plan: TransformPlan, table: WideTable) -> list[pa.Field]:
-    prefix = plan.prefix(table.name)
-    fields = [
-        pa.field(f"{prefix}{table.key_name}", ARROW_VALUE_TYPES[table.key_type]),
-        pa.field(f"{prefix}hour", TIMESTAMP),
-    ]
-    fields += [pa.field(f"{prefix}{c.name}", value_arrow_type(c.agg, c.value_type)) for c in table.columns]
-    return fields
-
-
-def output_schema(plan: TransformPlan) -> pa.Schema:
-    fields = list(META_FIELDS)
-    for name in plan.tables:
-        fields += table_fields(plan, plan.catalog.table(name))
-    return pa.schema(fields)
-
-
-SIDE_COLUMNS: tuple[str, ...] = tuple(f.name for f in META_FIELDS)
-TIME_COLUMNS = frozenset(
-    {"wh_publish_time", "wh_event_time", "wh_max_event_time", "wh_min_publish_time", "wh_max_publish_time"}
-)

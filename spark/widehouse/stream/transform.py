@@ -4,7 +4,7 @@ This runs on executors inside the stream's reading tasks, over the read loop's c
 (:class:`widehouse.source.messages.Messages`: a message's id is taken only for the rows that keep
 it, quarantine and late), or over the Pulsar source's Arrow batches (columns ``value``,
 ``__topic``, ``__messageId``, ``__publishTime``), and yields Arrow batches of one *tagged* schema
-(:func:`widehouse.stream.plan.output_schema`), so a single pass over the input produces everything
+(:func:`widehouse.stream.output.output_schema`), so a single pass over the input produces everything
 the sinks need:
 
 - ``wh_kind = 'partial'``: one partial wide row per (table, key, hour) with that table's columns
@@ -40,19 +40,21 @@ from widehouse.catalog.semantics.render import render_exception
 from widehouse.contracts.periods import HOUR_MS
 from widehouse.source.messages import Messages
 from widehouse.stream.fastpath import Handler
-from widehouse.stream.plan import (
+from widehouse.stream.output import (
     ARROW_VALUE_TYPES,
+    SIDE_COLUMNS,
+    TIME_COLUMNS,
+    TIMESTAMP,
+    output_schema,
+    value_arrow_type,
+)
+from widehouse.stream.plan import (
     KIND_LATE,
     KIND_PARTIAL,
     KIND_QUARANTINE,
     KIND_STATS,
-    SIDE_COLUMNS,
-    TIME_COLUMNS,
-    TIMESTAMP,
     TransformPlan,
-    output_schema,
     prepared,
-    value_arrow_type,
 )
 
 _RUN_ROWS = 16

@@ -27,7 +27,8 @@ from widehouse.contracts.periods import HOUR_MS
 from widehouse.generator.core import TrafficGenerator
 from widehouse.generator.options import GenerateOptions
 from widehouse.stream import fastpath
-from widehouse.stream.plan import TransformPlan, output_schema
+from widehouse.stream.output import output_schema
+from widehouse.stream.plan import TransformPlan
 from widehouse.stream.transform import transform
 
 ROOT = Path(__file__).parents[3]

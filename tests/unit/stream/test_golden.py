@@ -27,7 +27,8 @@ from tests.golden.golden import (
     to_batch,
 )
 from widehouse.catalog import REJECTION_REASONS, Catalog, load_catalog
-from widehouse.stream.plan import TransformPlan, output_schema
+from widehouse.stream.output import output_schema
+from widehouse.stream.plan import TransformPlan
 from widehouse.stream.transform import transform
 
 ROOT = Path(__file__).parents[3]

@@ -16,7 +16,8 @@ import pytest
 
 from widehouse.catalog import Catalog, load_catalog
 from widehouse.stream.merge import merge
-from widehouse.stream.plan import TransformPlan, output_schema
+from widehouse.stream.output import output_schema
+from widehouse.stream.plan import TransformPlan
 
 ROOT = Path(__file__).parents[3]
 TABLE = "user_hourly"

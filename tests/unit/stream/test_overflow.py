@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 from widehouse.catalog import QUARANTINE_REASONS, Catalog, load_catalog
 from widehouse.contracts.periods import HOUR_MS
 from widehouse.stream import merge
-from widehouse.stream.plan import TransformPlan, output_schema
+from widehouse.stream.output import output_schema
+from widehouse.stream.plan import TransformPlan
 from widehouse.stream.transform import transform
 
 ROOT = Path(__file__).parents[3]

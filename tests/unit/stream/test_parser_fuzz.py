@@ -32,7 +32,8 @@ from hypothesis import strategies as st
 from widehouse.catalog import QUARANTINE_REASONS, Catalog, load_catalog
 from widehouse.catalog.semantics.parse import INTERNAL
 from widehouse.stream import merge
-from widehouse.stream.plan import KIND_LATE, KIND_QUARANTINE, TransformPlan, output_schema
+from widehouse.stream.output import output_schema
+from widehouse.stream.plan import KIND_LATE, KIND_QUARANTINE, TransformPlan
 from widehouse.stream.transform import transform
 
 ROOT = Path(__file__).parents[3]

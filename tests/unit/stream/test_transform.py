@@ -17,7 +17,8 @@ from widehouse.catalog import Accepted, Catalog, load_catalog
 from widehouse.contracts.periods import DAY_MS, HOUR_MS
 from widehouse.errors import CatalogError
 from widehouse.generator.manifest import diff_rows
-from widehouse.stream.plan import TransformPlan, output_schema
+from widehouse.stream.output import output_schema
+from widehouse.stream.plan import TransformPlan
 from widehouse.stream.transform import transform
 from widehouse.testing import generated_source_batch, reference_rows, reference_verdicts
 

@@ -12,7 +12,8 @@ import pytest
 
 from tests.fake_pulsar import id_calls, message_chunks, partition_of
 from widehouse.catalog import Accepted, Catalog, load_catalog
-from widehouse.stream.plan import TransformPlan, output_schema
+from widehouse.stream.output import output_schema
+from widehouse.stream.plan import TransformPlan
 from widehouse.stream.transform import transform
 from widehouse.testing import generated_source_batch, reference_verdicts
 

@@ -32,7 +32,6 @@ from widehouse.source.spark import (
     PulsarStreamReader,
 )
 from widehouse.stream.plan import TransformPlan
-from widehouse.stream.transform import transform_packed
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -47,7 +46,13 @@ PACKED_DDL = "wh_ipc binary"
 def _transformed(
     partition: InputPartition, config: ReadConfig, plan: TransformPlan
 ) -> Iterator[pa.RecordBatch]:
-    """What a reading task yields: the transform's packed output over the task's messages."""
+    """What a reading task yields: the transform's packed output over the task's messages.
+
+    The transform (and pyarrow with it) is imported here, in the task: Spark's ``create_data_source``
+    process unpickles the group's source only to ask its schema, and needs neither (~65 ms a group,
+    on the start-up's path; the warm-up imports both into the workers)."""
+    from widehouse.stream.transform import transform_packed
+
     if not isinstance(partition, PulsarInputPartition):  # Spark's stand-in for "no partitions"
         return iter(())
     # the transform reads the payload, topic, id and publish time only
