@@ -5,8 +5,11 @@ path's switch), shipped once per process (:func:`_shipped_plan`); :class:`Prepar
 of a plan derives from the catalog alone. The rows a task yields (``wh_kind``: :data:`KIND_PARTIAL`
 and the others) have the schema of :func:`widehouse.stream.output.output_schema`.
 
-Spark's planner processes unpickle a group's source, plan included, only to pass it on: this module
-imports no pyarrow (its schema lives in :mod:`widehouse.stream.output`), so they need none.
+Spark's planner processes (``create_data_source``, ``plan_data_source_read``, each query's source
+runner) unpickle a group's source, plan included, only to pass it on or to plan offsets. So this
+module imports neither pyarrow (the output's schema lives in :mod:`widehouse.stream.output`) nor the
+catalog or the fast path, and a shipped plan builds its catalog when it is first used (in the
+reading tasks' workers: the warm-up does it there).
 """
 
 from __future__ import annotations
@@ -15,13 +18,16 @@ import hashlib
 import pickle
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from widehouse.catalog import Catalog
-from widehouse.catalog.semantics.fold import ColumnRule, compile_rules
 from widehouse.contracts.periods import HOUR_MS
 from widehouse.errors import CatalogError
 from widehouse.stream.deadletter import PAYLOAD_LIMIT
-from widehouse.stream.fastpath import HandlerTemplate, handler_template
+
+if TYPE_CHECKING:
+    from widehouse.catalog import Catalog
+    from widehouse.catalog.semantics.fold import ColumnRule
+    from widehouse.stream.fastpath import HandlerTemplate
 
 KIND_PARTIAL = "partial"
 KIND_QUARANTINE = "quarantine"
@@ -47,6 +53,19 @@ class TransformPlan:
     def __post_init__(self) -> None:
         for name in self.tables:
             self.catalog.table(name)  # CatalogError naming the table if unknown
+
+    if not TYPE_CHECKING:  # a ``__getattr__`` would let any misspelt attribute pass the type checks
+
+        def __getattr__(self, name: str) -> Any:
+            """A shipped plan's catalog, built from its bytes on first use (see
+            :func:`_shipped_plan`); only reached for attributes the instance lacks."""
+            state = self.__dict__.get("_catalog_state") if name == "catalog" else None
+            if state is None:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            catalog = pickle.loads(state)  # noqa: S301 (Spark's own task bytes)
+            object.__setattr__(self, "catalog", catalog)  # frozen: set once, as it is made
+            self.__dict__.pop("_catalog_state", None)
+            return catalog
 
     @classmethod
     def for_topics(
@@ -75,7 +94,9 @@ class TransformPlan:
         and build every handler template again (~0.2 s a worker with 1,000 topics, measured)."""
         if self._shipped is not None:
             return _shipped_plan, self._shipped
-        state = pickle.dumps((self.catalog, self.tables, self.payload_limit, self.fast_path), protocol=5)
+        # the catalog apart: a process that never reads it never builds it
+        catalog = pickle.dumps(self.catalog, protocol=5)
+        state = pickle.dumps((self.tables, self.payload_limit, self.fast_path, catalog), protocol=5)
         return _shipped_plan, (hashlib.sha256(state).digest(), state)
 
 
@@ -90,9 +111,16 @@ _SHIPPED_MAX = 8
 def _shipped_plan(digest: bytes, state: bytes) -> TransformPlan:
     plan = _SHIPPED.get(digest)
     if plan is None:
-        catalog, tables, payload_limit, fast_path = pickle.loads(state)  # noqa: S301 (Spark's own task bytes)
-        plan = TransformPlan(catalog, tables, payload_limit, fast_path)
-        object.__setattr__(plan, "_shipped", (digest, state))  # frozen: set once, as it is made
+        tables, payload_limit, fast_path, catalog = pickle.loads(state)  # noqa: S301 (Spark's own task bytes)
+        plan = object.__new__(TransformPlan)  # checked where it was made; its catalog comes on first use
+        for name, value in (
+            ("tables", tables),
+            ("payload_limit", payload_limit),
+            ("fast_path", fast_path),
+            ("_shipped", (digest, state)),
+            ("_catalog_state", catalog),
+        ):
+            object.__setattr__(plan, name, value)  # frozen: set once, as it is made
         if len(_SHIPPED) >= _SHIPPED_MAX:
             _SHIPPED.clear()
         _SHIPPED[digest] = plan
@@ -112,6 +140,8 @@ class Prepared:
     def topic_rules(self, topic_name: str) -> list[tuple[str, list[ColumnRule]]] | None:
         """(table, rules) for each of the plan's tables the topic feeds; None if it is not in the catalog."""
         if topic_name not in self.rules:
+            from widehouse.catalog.semantics.fold import compile_rules
+
             catalog = self.plan.catalog
             found = None
             if catalog.has_topic(topic_name):
@@ -127,6 +157,8 @@ class Prepared:
     def template(self, topic_name: str) -> HandlerTemplate | None:
         """The topic's handler template (None: no fast path); the topic must be in the catalog."""
         if topic_name not in self.templates:
+            from widehouse.stream.fastpath import handler_template
+
             catalog = self.plan.catalog
             feeds = self.topic_rules(topic_name) or []
             self.templates[topic_name] = handler_template(

@@ -154,6 +154,23 @@ def test_a_shipped_plan_is_built_once_per_process_and_anew_when_it_changed(catal
     assert slower is not first and not slower.fast_path
 
 
+def test_a_shipped_plans_catalog_is_built_on_first_use_and_equals_the_original(catalog: Catalog) -> None:
+    """Spark's planner processes unpickle a group's plan only to pass it on: a shipped plan holds its
+    catalog's bytes until something reads ``catalog``, and then is the plan it was."""
+    plan = TransformPlan.for_topics(catalog, [str(t.name) for t in catalog.topics[:4]], payload_limit=99)
+    shipped = pickle.loads(pickle.dumps(TransformPlan(catalog, plan.tables, 99, fast_path=False)))
+    assert "catalog" not in vars(shipped)  # not built yet
+    assert (shipped.tables, shipped.payload_limit, shipped.fast_path) == (plan.tables, 99, False)
+    passed_on = pickle.dumps(shipped)  # passing it on builds nothing either
+    assert "catalog" not in vars(shipped) and pickle.loads(passed_on) is shipped
+    assert shipped.catalog.fingerprint == catalog.fingerprint  # built here, once
+    assert shipped.catalog is shipped.catalog and "_catalog_state" not in vars(shipped)
+    assert shipped == TransformPlan(catalog, plan.tables, 99, fast_path=False)
+    assert pickle.dumps(shipped) == passed_on  # still ships the bytes it came as
+    with pytest.raises(AttributeError, match="no_such"):
+        _ = shipped.no_such  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize("partitions", [1, 4])
 def test_arrow_merge_equals_the_reference(catalog: Catalog, batch: pa.RecordBatch, partitions: int) -> None:
     from widehouse.stream.merge import partials
@@ -278,11 +295,11 @@ def test_a_plans_later_tasks_bind_its_handlers_without_making_them_again(
     later tasks only bind them to their own rows (each task still folds into its own state: three
     tasks of one plan merge to the reference rows, test above). A plan built anew makes them anew."""
     from widehouse.catalog.semantics import fold
-    from widehouse.stream import plan as plan_module
+    from widehouse.stream import fastpath
 
     made: list[str] = []
     rules: list[str] = []
-    real_template, real_rules = plan_module.handler_template, fold.compile_rules
+    real_template, real_rules = fastpath.handler_template, fold.compile_rules
 
     def template(topic: Any, *rest: Any) -> Any:
         made.append(str(topic.name))
@@ -292,8 +309,8 @@ def test_a_plans_later_tasks_bind_its_handlers_without_making_them_again(
         rules.append(str(topic.name))
         return real_rules(topic, table)
 
-    monkeypatch.setattr(plan_module, "handler_template", template)
-    monkeypatch.setattr(plan_module, "compile_rules", column_rules)
+    monkeypatch.setattr(fastpath, "handler_template", template)  # the plan imports both where it uses them
+    monkeypatch.setattr(fold, "compile_rules", column_rules)
     topics = sorted(set(batch.column("__topic").to_pylist()))
     plan = TransformPlan.for_topics(catalog, topics)
     halves = (batch.slice(0, batch.num_rows // 2), batch.slice(batch.num_rows // 2))
