@@ -4,9 +4,10 @@ bronze tables and sinks read.
 
 :func:`output_schema` is the schema of everything a task yields for a :class:`TransformPlan`:
 partial rows (``wh_kind = 'partial'``, each table's columns prefixed ``t<i>_``), quarantine, late
-and stats rows (:data:`META_FIELDS`). It lives apart from the plan so that the processes that only
-pass a plan on (Spark's ``create_data_source`` and ``plan_data_source_read`` planners, which
-unpickle the group's source) import no pyarrow for it (~65 ms a process, on the start-up's path).
+and stats rows (:data:`META_FIELDS`). It lives apart from the plan so that Spark's
+``create_data_source`` process, which unpickles each group's source (plan included) only to ask
+its schema, imports no pyarrow (~65 ms a group, on the start-up's path; pyspark's own module for
+that process imports none either).
 """
 
 from __future__ import annotations
