@@ -57,14 +57,13 @@ class TransformPlan:
     if not TYPE_CHECKING:  # a ``__getattr__`` would let any misspelt attribute pass the type checks
 
         def __getattr__(self, name: str) -> Any:
-            """A shipped plan's catalog, built from its bytes on first use (see
+            """A shipped plan's catalog, built on first use from the state it arrived as (see
             :func:`_shipped_plan`); only reached for attributes the instance lacks."""
-            state = self.__dict__.get("_catalog_state") if name == "catalog" else None
-            if state is None:
+            shipped = self.__dict__.get("_shipped") if name == "catalog" else None
+            if shipped is None:
                 raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-            catalog = pickle.loads(state)  # noqa: S301 (Spark's own task bytes)
+            catalog = pickle.loads(pickle.loads(shipped[1])[3])  # noqa: S301 (Spark's own task bytes)
             object.__setattr__(self, "catalog", catalog)  # frozen: set once, as it is made
-            self.__dict__.pop("_catalog_state", None)
             return catalog
 
     @classmethod
@@ -111,14 +110,13 @@ _SHIPPED_MAX = 8
 def _shipped_plan(digest: bytes, state: bytes) -> TransformPlan:
     plan = _SHIPPED.get(digest)
     if plan is None:
-        tables, payload_limit, fast_path, catalog = pickle.loads(state)  # noqa: S301 (Spark's own task bytes)
+        tables, payload_limit, fast_path, _catalog = pickle.loads(state)  # noqa: S301 (Spark's own task bytes)
         plan = object.__new__(TransformPlan)  # checked where it was made; its catalog comes on first use
         for name, value in (
             ("tables", tables),
             ("payload_limit", payload_limit),
             ("fast_path", fast_path),
             ("_shipped", (digest, state)),
-            ("_catalog_state", catalog),
         ):
             object.__setattr__(plan, name, value)  # frozen: set once, as it is made
         if len(_SHIPPED) >= _SHIPPED_MAX:
