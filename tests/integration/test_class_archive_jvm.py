@@ -27,6 +27,12 @@ spark = build_session(load_settings(), "class-archive-test", {
     "spark.sql.catalogImplementation": "in-memory", **dict(a.split("=", 1) for a in sys.argv[1:])})
 print("options:", spark.sparkContext.getConf().get("spark.driver.extraJavaOptions", ""))
 print("sum:", spark.range(10).groupBy().sum("id").collect()[0][0])
+loader = spark.sparkContext._jvm.java.lang.Thread.currentThread().getContextClassLoader()
+try:  # the provider of the ML functions every session registers, from spark-mllib's jar
+    loader.loadClass("org.apache.spark.sql.ml.InternalFunctionRegistration")
+    print("ml: on the class path")
+except Exception:
+    print("ml: left out")
 """
 
 
@@ -59,6 +65,15 @@ def test_a_driver_starts_from_the_archive(archive: Path) -> None:
     assert plain.returncode == 0, plain.stderr[-3000:]
     assert f"-XX:SharedArchiveFile={archive}" in plain.stdout
     assert "sum: 45" in plain.stdout
+    # from the lean Spark home, which the archive was trained with (-Xshare:on above held to it)
+    assert "ml: left out" in done.stdout and "ml: left out" in plain.stdout
+
+
+def test_a_driver_runs_from_sparks_own_home_when_lean_homes_are_off(archive: Path) -> None:
+    done = _driver(WIDEHOUSE_SPARK_LEAN_HOME_DIR="off")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "sum: 45" in done.stdout and "ml: on the class path" in done.stdout
+    assert f"-XX:SharedArchiveFile={archive}" not in done.stdout  # trained for the lean class path
 
 
 def test_a_refused_archive_does_not_stop_a_driver(archive: Path, tmp_path: Path) -> None:

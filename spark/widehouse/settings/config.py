@@ -167,6 +167,9 @@ class SparkSettings:
     launch_plans_dir: str | None = field(default=None, kw_only=True)
     """Where the driver's launch plans are kept (:mod:`widehouse.spark.driver_launch`); None: every
     driver starts through spark-submit."""
+    lean_home_dir: str | None = field(default=None, kw_only=True)
+    """Where the driver's lean Spark homes are made (:mod:`widehouse.spark.lean_home`); None: the driver
+    runs from Spark's home as it is."""
     driver_jit: str = field(default=declared_default("spark.driver_jit"), kw_only=True)
     """The driver JVM's JIT profile (:mod:`widehouse.spark.jit`; ``auto`` depends on the job)."""
 

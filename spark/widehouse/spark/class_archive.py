@@ -14,8 +14,9 @@ fourth round).
   ``spark.driver.extraJavaOptions`` when an archive for this JDK and this Spark exists.
 
 An archive is only valid for the JVM build and the class path it was written with, so its file name
-carries a key of both (:func:`archive_key`): a JDK update or another pyspark finds no archive and
-starts as before until ``widehouse spark archive`` runs again. Should the JVM still refuse one (a
+carries a key of both (:func:`archive_key`); the class path is the lean Spark home's the driver runs
+from (:mod:`widehouse.spark.lean_home`), where one applies. A JDK update or another pyspark finds no
+archive and starts as before until ``widehouse spark archive`` runs again. Should the JVM still refuse one (a
 class path changed by ``spark.driver.extraClassPath``), it starts without it, silently: the options
 turn the CDS log off, so nothing but the start-up time changes. Executors on a cluster are not given
 the archive (their class path is the cluster's); on ``local[*]`` they run in the driver JVM.
@@ -37,6 +38,7 @@ from widehouse.private import others_could_change, private_dir
 from widehouse.services.base import find_java
 from widehouse.services.spark_cluster import spark_home as installed_spark_home
 from widehouse.settings import Settings
+from widehouse.spark.lean_home import driver_environ
 
 log = logging.getLogger("widehouse.spark")
 
@@ -82,10 +84,12 @@ def archive_key(java: Path, home: Path) -> str:
 
 def archive_path(settings: Settings, environ: Mapping[str, str] | None = None) -> Path | None:
     """This JDK's and this Spark's archive file (it may not exist yet); None when archives are off
-    or no ``java`` or Spark is found."""
+    or no ``java`` or Spark is found. The Spark is the one the driver runs from: the lean home
+    (:mod:`widehouse.spark.lean_home`) when one applies, whose class path the archive must match."""
     directory = settings.spark.class_archive_dir
-    java = java_binary(environ)
-    home = spark_home(environ)
+    env = driver_environ(settings, environ)
+    java = java_binary(env)
+    home = spark_home(env)
     if directory is None or java is None or home is None:
         return None
     return Path(directory) / f"spark-driver-{archive_key(java, home)}.jsa"

@@ -26,6 +26,7 @@ from widehouse.settings import Settings
 from widehouse.spark.class_archive import driver_java_options, with_driver_options
 from widehouse.spark.driver_launch import direct_launch
 from widehouse.spark.jit import Workload, jit_profile, with_jit
+from widehouse.spark.lean_home import driver_environ, spark_home_of
 from widehouse.spark.shipping import ENV_NAME, ENV_PYTHON
 from widehouse.spark.static_sources import answer_static_lookup
 
@@ -219,8 +220,11 @@ def build_session(
 
     check_jars(settings)
     check_cluster(settings)
-    # the driver JVM maps the class-data-sharing archive of this JDK and Spark, when one is built
-    conf = with_driver_options(spark_conf(settings, app_name, overrides), driver_java_options(settings))
+    # the driver JVM runs from the lean Spark home (no ML functions registered in every session) and
+    # maps the class-data-sharing archive of this JDK and that home, when one is built
+    environ = driver_environ(settings)
+    conf = spark_conf(settings, app_name, overrides)
+    conf = with_driver_options(conf, driver_java_options(settings, environ))
     conf = with_jit(conf, jit_profile(settings.spark.driver_jit, workload))
     check_metastore(settings, conf)
     make_local_dirs(settings)
@@ -248,7 +252,7 @@ def build_session(
         builder = builder.enableHiveSupport()
     plans = settings.spark.launch_plans_dir
     # the driver JVM (if this starts it) from its launch plan: no spark-submit launcher JVM first
-    with direct_launch(Path(plans) if plans else None):
+    with direct_launch(Path(plans) if plans else None), spark_home_of(environ):
         if jvm_cwd is None:
             session = builder.getOrCreate()
         else:
