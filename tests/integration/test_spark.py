@@ -190,3 +190,18 @@ def test_the_data_sources_planners_start_blas_single_threaded(spark: Any) -> Non
     spark.dataSource.register(PlannerEnv)
     [row] = spark.read.format("widehouse_test_planner_env").load().collect()
     assert row.openblas == "1" or row.omp, row  # ours, or the user's own choice left in place
+
+
+def test_numpy_values_still_reach_the_jvm(spark: Any) -> None:
+    # build_session swapped pyspark's NumPy converters for ones that import no test module
+    import numpy as np
+    from py4j.protocol import INPUT_CONVERTER
+
+    from widehouse.spark.py4j_numpy import NumpyArrays, NumpyScalars
+
+    kinds = {type(c) for c in INPUT_CONVERTER}
+    assert {NumpyArrays, NumpyScalars} <= kinds
+    jvm = spark.sparkContext._jvm
+    assert jvm.java.util.Arrays.toString(np.array([3, 1, 2], dtype=np.int32)) == "[3, 1, 2]"
+    assert jvm.java.util.Arrays.toString(np.array([0.5, 2.0])) == "[0.5, 2.0]"
+    assert jvm.java.lang.Math.abs(np.int64(-3)) == 3

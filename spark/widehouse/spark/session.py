@@ -218,6 +218,9 @@ def build_session(
     picks the driver JVM's JIT profile under ``auto`` (:mod:`widehouse.spark.jit`)."""
     from pyspark.sql import SparkSession
 
+    from widehouse.spark.py4j_numpy import convert_numpy_without_test_imports
+
+    convert_numpy_without_test_imports()
     check_jars(settings)
     check_cluster(settings)
     # the driver JVM runs from the lean Spark home (no ML functions registered in every session) and
