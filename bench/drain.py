@@ -8,7 +8,12 @@ the sum of batch durations) and over the app's wall time, the per-phase seconds 
 the CPU seconds every process family spent meanwhile (Spark's JVM, the Python workers, the Pulsar
 broker, this driver process, the ClickHouse service, HBase), read from /proc by psutil.
 
-    python -m bench drain [--events 300000] [--groups 2] [--repeat 3] [--max-messages N]
+With ``--process`` each drain runs as a job does, in a ``widehouse stream --available-now`` process
+of its own, and its start-up is counted from that process's start (its interpreter, imports and
+settings included: issue 28's measure), not from ``app.start`` in this process (per-phase seconds
+are then not collected).
+
+    python -m bench drain [--events 300000] [--groups 2] [--repeat 3] [--max-messages N] [--process]
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ def _family(cmdline: list[str]) -> str:  # noqa: PLR0911 (one return per family)
         return "hbase"
     if "widehouse.clickhouse.server" in cmd:
         return "clickhouse service"
+    if "-m widehouse stream" in cmd:  # --process: the drain's own driver process
+        return "driver (this process)"
     if "python_streaming_source_runner" in cmd or "pyspark.sql.worker." in cmd:
         # each query's source runner (offsets, planning, commits) and the data source's planners
         return "python planners"
@@ -105,8 +112,10 @@ class CpuSampler:
         return cpu_between(self.before, self.seen)
 
 
-def measure(events: int, groups: int, repeat: int, max_messages: int | None) -> dict[str, Any]:
-    from bench.stream_wide import Bench, _check, _suffix, drain_app
+def measure(
+    events: int, groups: int, repeat: int, max_messages: int | None, *, process: bool = False
+) -> dict[str, Any]:
+    from bench.stream_wide import Bench, _check, _suffix, drain_app, process_drain
     from widehouse.generator.options import GenerateOptions
     from widehouse.generator.run import generate
 
@@ -122,11 +131,18 @@ def measure(events: int, groups: int, repeat: int, max_messages: int | None) -> 
         runs = []
         for i in range(repeat):
             sampler = CpuSampler()
-            run = drain_app(bench, f"d{i}", suffix, topics, groups, part=f"drain{i}", **env)
+            drain = process_drain if process else drain_app
+            run = drain(bench, f"d{i}", suffix, topics, groups, part=f"drain{i}", **env)
             run["cpu"] = sampler.spent()
             run["check"] = _check(run.pop("app_obj"), manifest)
             runs.append(run)
-        return {"events": events, "groups": groups, "max_messages": max_messages, "runs": runs}
+        return {
+            "events": events,
+            "groups": groups,
+            "max_messages": max_messages,
+            "process": process,
+            "runs": runs,
+        }
     finally:
         bench.close()
 
@@ -140,7 +156,8 @@ def render(result: dict[str, Any]) -> str:
     runs = result["runs"]
     rows = [
         [
-            f"drain {i + 1}" + (" (cold)" if i == 0 else ""),
+            f"drain {i + 1}" + (" (own process)" if result.get("process") else " (cold)" if i == 0 else ""),
+            round(run["startup_s"], 2),
             run["batches"],
             round(run["batch_rate"]),
             round(run["wall_rate"]),
@@ -152,7 +169,7 @@ def render(result: dict[str, Any]) -> str:
     out = [
         table(
             f"drain of {result['events']:,} events, {result['groups']} groups, both sinks",
-            ["run", "batches", "ev/s in batches", "ev/s wall", "check", "CPU s (all)"],
+            ["run", "start-up s", "batches", "ev/s in batches", "ev/s wall", "check", "CPU s (all)"],
             rows,
         )
     ]
@@ -188,9 +205,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--groups", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--max-messages", type=int, default=None, help="WIDEHOUSE_STREAM_MAX_MESSAGES")
+    parser.add_argument(
+        "--process",
+        action="store_true",
+        help="each drain in a `widehouse stream` process of its own (start-up from its start)",
+    )
     args = parser.parse_args(argv)
     print(f"machine: {machine()}")
-    result = measure(args.events, args.groups, args.repeat, args.max_messages)
+    result = measure(args.events, args.groups, args.repeat, args.max_messages, process=args.process)
     print(render(result))
     print(f"saved {save('drain', result)}")
     return 0

@@ -104,6 +104,10 @@ class Bench:
     def settings(self, part: str, schemas: Path | None = None, **env: str) -> Any:
         from widehouse.settings import load_settings
 
+        return load_settings(self.environ(part, schemas, **env))
+
+    def environ(self, part: str, schemas: Path | None = None, **env: str) -> dict[str, str]:
+        """The environment of a part's settings (:meth:`settings`), for a process of its own."""
         # a database per run and part: the ClickHouse service is shared (other runs, other checkouts),
         # and a sink that already holds this app's batches would (rightly) refuse a fresh checkpoint
         values = {
@@ -117,7 +121,7 @@ class Bench:
         }
         if schemas is not None:
             values["WIDEHOUSE_SCHEMAS_DIR"] = str(schemas)
-        return load_settings(values)
+        return values
 
     def _record(self, suffix: str) -> str:
         self.suffixes.add(suffix)
@@ -455,6 +459,78 @@ def main(argv: list[str]) -> int:
         if not args.keep:
             bench.close()
     return 0
+
+
+def process_drain(
+    bench: Bench, name: str, suffix: str, topics: list[str], groups: int, *, part: str = "drain", **env: str
+) -> dict[str, Any]:
+    """Drain ``topics`` (already published) as a job does: a ``widehouse stream --available-now``
+    process of its own, its ``groups`` slot groups from a plan file.
+
+    Its start-up is issue 28's own measure of it: the process's start (before the interpreter, its
+    imports and settings) to the first batch planned; :func:`drain_app`'s starts at ``app.start``
+    in a process that imported everything already. Figures come from the progress rows the process
+    wrote (the part's ClickHouse database); the run's output tail is raised when it fails."""
+    import subprocess
+
+    from widehouse import clickhouse
+    from widehouse.planner import save_plan
+    from widehouse.planner.model import Group, Plan
+    from widehouse.settings import load_settings
+    from widehouse.stream.measure import figures
+
+    values = bench.environ(part, None, suffix=suffix, WIDEHOUSE_STREAM_APP=name, **env)
+    split = [tuple(topics[i::groups]) for i in range(groups)]
+    plan = Plan(
+        groups=tuple(Group(f"g{i + 1:03d}", t, 1.0, 1) for i, t in enumerate(split)),
+        partitions=dict.fromkeys(topics, 1),
+    )
+    path = save_plan(plan, bench.root / part / f"plan-{name}.json")
+    command = [
+        sys.executable,
+        "-m",
+        "widehouse",
+        "stream",
+        "--plan",
+        str(path),
+        "--all-groups",
+        "--available-now",
+    ]
+    started = time.monotonic()
+    started_at = time.time()
+    done = subprocess.run(command, env=values, capture_output=True, text=True, timeout=900, check=False)
+    app_s = time.monotonic() - started
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"{' '.join(command[1:])} exited {done.returncode}:\n{(done.stdout + done.stderr)[-3000:]}"
+        )
+    client = clickhouse.connect(load_settings(values).clickhouse)
+    holder = type("Sinks", (), {"clickhouse": staticmethod(lambda: client)})()
+    groups_rows, topic_rows = _progress(holder)
+    mine = [g for g in groups_rows if g["app"] == name]
+    run = figures(mine, [r for r in topic_rows if r["app"] == name])
+    return {
+        "app": name,
+        "events": run.messages,
+        "batches": run.batches,
+        "app_s": app_s,
+        "startup_s": min(g["batch_time"].timestamp() for g in mine) - started_at if mine else 0.0,
+        "gap_s": median_gap(mine),
+        "batch_rate": run.batch_rate,
+        "wall_rate": run.wall_rate,
+        "timings": [],
+        "series": [
+            {
+                "group": g["group"],
+                "t": g["committed_at"].timestamp(),
+                "rows": g["rows_in"],
+                "s": g["duration_ms"] / 1000,
+            }
+            for g in mine
+            if g["rows_in"]
+        ],
+        "app_obj": holder,
+    }
 
 
 def drain_app(
