@@ -18,6 +18,7 @@ run.
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import signal
 import tempfile
@@ -26,7 +27,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from xml.sax.saxutils import quoteattr
 
 from widehouse import clickhouse
@@ -39,13 +40,24 @@ from widehouse.stream.bronze import BronzeTable, BronzeWriter
 from widehouse.stream.options import GroupSpec, RunOptions, resolve_run
 from widehouse.stream.publishers import StreamPublishers
 from widehouse.stream.restart import GiveUp, RestartBook, RestartPolicy
-from widehouse.stream.spark.batch import BatchWriter
-from widehouse.stream.spark.handover import start_after
 from widehouse.stream.spark.warmup import plan_read_early, warm_workers
 from widehouse.stream.tables import ensure_clickhouse
 from widehouse.stream.upkeep import BronzeUpkeep
 
+if TYPE_CHECKING:
+    from widehouse.stream.spark.batch import BatchWriter
+
 log = logging.getLogger("widehouse.stream")
+
+QUERY_MODULES = (
+    "widehouse.stream.spark.batch",
+    "widehouse.stream.spark.handover",
+    "widehouse.stream.spark.source",
+)
+"""What a group's query start needs beyond this module (the batch writer with pandas, Spark's
+Python data source API, pyarrow's compute): ~0.3 s of imports in a `widehouse stream` process,
+which :meth:`StreamApp.start` does while the JVM starts, not before it (this module's import) nor
+after it (the first query's start)."""
 
 ALLOCATION_FILE = "spark.scheduler.allocation.file"
 
@@ -130,6 +142,8 @@ class StreamApp:
     # -- queries -----------------------------------------------------------------------------
     def _start(self, group: GroupSpec) -> Any:
         from widehouse.source import source_options
+        from widehouse.stream.spark.batch import BatchWriter
+        from widehouse.stream.spark.handover import start_after
         from widehouse.stream.spark.source import register_wide_source, wide_source_name
 
         stream = self.settings.stream
@@ -219,6 +233,9 @@ class StreamApp:
                 for table in tables:
                     self.bronze.ensure(table)  # created by the stream's delta-rs writer, its only writer
                 self._keep_up(list(tables))
+            if launch is not None:  # the JVM still starts: the rest of the main thread's wait
+                for module in QUERY_MODULES:
+                    importlib.import_module(module)
         finally:
             if launch is not None:
                 launch.join()
