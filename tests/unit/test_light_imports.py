@@ -55,3 +55,25 @@ def test_the_source_package_exposes_its_spark_names_lazily() -> None:
         "assert s.batch_metrics is adapters.batch_metrics\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_cli_imports_no_numpy_and_the_generator_package_gives_its_makers_when_asked() -> None:
+    """Every ``widehouse`` command (a stream's, each Airflow task's job) imports the CLI; the traffic
+    generator's makers import numpy (~0.07-0.09 s), which only ``widehouse generate`` needs."""
+    code = (
+        "import sys\n"
+        "import widehouse.cli\n"
+        "assert 'numpy' not in sys.modules, 'numpy'\n"
+        "import widehouse.generator as g\n"
+        "from widehouse.generator import core, run\n"
+        "assert g.TrafficGenerator is core.TrafficGenerator and g.Chunk is core.Chunk\n"
+        "assert g.generate is run.generate\n"
+        "try:\n"
+        "    g.no_such_name\n"
+        "except AttributeError as e:\n"
+        "    assert 'no_such_name' in str(e)\n"
+        "else:\n"
+        "    raise AssertionError('no AttributeError')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
