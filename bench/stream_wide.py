@@ -461,6 +461,20 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def _series(groups_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each batch that read rows: its group, commit time, rows and seconds (the plots' points)."""
+    return [
+        {
+            "group": g["group"],
+            "t": g["committed_at"].timestamp(),
+            "rows": g["rows_in"],
+            "s": g["duration_ms"] / 1000,
+        }
+        for g in groups_rows
+        if g["rows_in"]
+    ]
+
+
 def process_drain(
     bench: Bench, name: str, suffix: str, topics: list[str], groups: int, *, part: str = "drain", **env: str
 ) -> dict[str, Any]:
@@ -519,16 +533,7 @@ def process_drain(
         "batch_rate": run.batch_rate,
         "wall_rate": run.wall_rate,
         "timings": [],
-        "series": [
-            {
-                "group": g["group"],
-                "t": g["committed_at"].timestamp(),
-                "rows": g["rows_in"],
-                "s": g["duration_ms"] / 1000,
-            }
-            for g in mine
-            if g["rows_in"]
-        ],
+        "series": _series(mine),
         "app_obj": holder,
     }
 
@@ -580,16 +585,7 @@ def drain_app(
         if mine
         else 0,
         "timings": timings,
-        "series": [
-            {
-                "group": g["group"],
-                "t": g["committed_at"].timestamp(),
-                "rows": g["rows_in"],
-                "s": g["duration_ms"] / 1000,
-            }
-            for g in mine
-            if g["rows_in"]
-        ],
+        "series": _series(mine),
         "app_obj": app,
     }
 

@@ -37,6 +37,7 @@ from widehouse.catalog.semantics.parse import (
     parse_event,
 )
 from widehouse.catalog.types import Field, FieldType
+from widehouse.lazy import lazy_attribute
 
 if TYPE_CHECKING:
     from widehouse.catalog.loader import load_catalog
@@ -84,11 +85,4 @@ _LAZY = {
 def __getattr__(name: str) -> Any:
     """The loader and its problem types, imported on first use: they bring YAML with them, which
     the processes Spark starts for the stream's source (a plan, already parsed) never need."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return lazy_attribute(globals(), _LAZY, name)

@@ -7,12 +7,12 @@ without Pulsar (for tests and dry runs). See ``widehouse generate --help``.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
 from widehouse.generator.badinput import BAD_CLASSES, LABEL_PROPERTY, LABELS, POLICY, REASONS
 from widehouse.generator.manifest import Manifest, TopicCounts, diff_rows, normalize
 from widehouse.generator.options import FIRST_UID, GenerateOptions, uid_of
+from widehouse.lazy import lazy_attribute
 
 if TYPE_CHECKING:
     from widehouse.generator.core import Chunk, TrafficGenerator
@@ -29,12 +29,7 @@ stream's, each Airflow task's job)."""
 
 
 def __getattr__(name: str) -> Any:
-    module = _MAKERS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return lazy_attribute(globals(), _MAKERS, name)
 
 
 __all__ = [

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from widehouse.lazy import lazy_attribute
 from widehouse.source.offsets import TopicBatchMetrics
 from widehouse.source.options import source_options
 from widehouse.source.schema import SCHEMA_DDL
@@ -35,13 +36,12 @@ __all__ = [
 ]
 
 
+_LAZY = {
+    "PulsarDataSource": "widehouse.source.spark",
+    "register": "widehouse.source.spark",
+    "batch_metrics": "widehouse.source.spark",
+}
+
+
 def __getattr__(name: str) -> Any:
-    if name in ("PulsarDataSource", "register"):
-        from widehouse.source import spark as adapters
-
-        return getattr(adapters, name)
-    if name == "batch_metrics":
-        from widehouse.source.spark import batch_metrics
-
-        return batch_metrics
-    raise AttributeError(name)
+    return lazy_attribute(globals(), _LAZY, name)
