@@ -131,6 +131,22 @@ def test_up_of_one_service_brings_its_dependencies(local: LocalServicesSettings)
         manager.down()
 
 
+def test_down_of_an_empty_selection_stops_nothing(local: LocalServicesSettings) -> None:
+    a = TinyService(local, "a", free_port())
+    b = TinyService(local, "b", free_port(), depends_on=("a",))
+    manager = ServiceManager(local, services=[a, b])
+    try:
+        assert manager.up() == ["a", "b"]
+        # what up_missing returns when every service already answered: stopping "what it started"
+        # then used to stop every service of the state dir
+        assert ServiceManager(local, services=[a, b]).up_missing() == []
+        assert manager.down([]) == []
+        assert manager.healthy()
+    finally:
+        manager.down()
+    assert [s.state for s in manager.status()] == ["stopped", "stopped"]
+
+
 def test_port_taken_names_service_port_and_setting(local: LocalServicesSettings, held_port: int) -> None:
     service = TinyService(local, "web", held_port)
     manager = ServiceManager(local, services=[service])

@@ -172,7 +172,15 @@ class ServiceManager:
 
     # -- down --------------------------------------------------------------------------------
     def down(self, names: Iterable[str] | None = None) -> list[str]:
-        """Stop the selected services (dependants first). Returns the names that were running."""
+        """Stop the selected services (dependants first). Returns the names that were running.
+
+        ``names`` None stops every service; an empty selection stops none: it is what
+        :meth:`up_missing` returns when every service already answered, and a caller that stops
+        what it started must not stop all of them then (the test session's metastore was)."""
+        if names is not None:
+            names = list(names)
+            if not names:
+                return []
         stopped: list[str] = []
         chosen = {s.name for s in self.select(names, with_dependencies=False, optional=True)}
         # stopping a service also stops what depends on it
