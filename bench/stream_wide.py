@@ -31,6 +31,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from bench.common import drop_databases, drop_tenants, machine, save, table
@@ -519,7 +520,7 @@ def process_drain(
             f"{' '.join(command[1:])} exited {done.returncode}:\n{(done.stdout + done.stderr)[-3000:]}"
         )
     client = clickhouse.connect(load_settings(values).clickhouse)
-    holder = type("Sinks", (), {"clickhouse": staticmethod(lambda: client)})()
+    holder = SimpleNamespace(clickhouse=lambda: client)  # what _progress and _check ask an app for
     groups_rows, topic_rows = _progress(holder)
     mine = [g for g in groups_rows if g["app"] == name]
     run = figures(mine, [r for r in topic_rows if r["app"] == name])

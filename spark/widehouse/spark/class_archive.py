@@ -38,7 +38,7 @@ from widehouse.private import others_could_change, private_dir
 from widehouse.services.base import find_java
 from widehouse.services.spark_cluster import spark_home as installed_spark_home
 from widehouse.settings import Settings
-from widehouse.spark.lean_home import driver_environ
+from widehouse.spark.lean_home import driver_environ, jars_fingerprint
 
 log = logging.getLogger("widehouse.spark")
 
@@ -77,8 +77,7 @@ def archive_key(java: Path, home: Path) -> str:
     for lib in sorted(java.parent.parent.glob("lib/server/libjvm.*")):
         stat = lib.stat()
         digest.update(f"{lib.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
-    for jar in sorted((home / "jars").glob("*.jar")):
-        digest.update(f"{jar.name}:{jar.stat().st_size}".encode())
+    digest.update(jars_fingerprint(home).encode())
     return digest.hexdigest()[:16]
 
 

@@ -51,12 +51,17 @@ def left_out(name: str) -> bool:
     return name.startswith(LEFT_OUT)
 
 
+def jars_fingerprint(home: Path) -> str:
+    """The names and sizes of a Spark home's jars, in order: what tells one Spark build's class path
+    from another's (a lean home's name here, the class archive's key in
+    :func:`widehouse.spark.class_archive.archive_key`)."""
+    return "".join(f"{jar.name}:{jar.stat().st_size}" for jar in sorted((home / "jars").glob("*.jar")))
+
+
 def lean_name(source: Path) -> str:
-    """The directory name of ``source``'s lean home: a digest of its path and its jars (names and
-    sizes), so another Spark build, or another install of it, gets a lean home of its own."""
-    digest = hashlib.sha256(str(source).encode())
-    for jar in sorted((source / "jars").iterdir()):
-        digest.update(f"{jar.name}:{jar.stat().st_size}".encode())
+    """The directory name of ``source``'s lean home: a digest of its path and its jars, so another
+    Spark build, or another install of it, gets a lean home of its own."""
+    digest = hashlib.sha256(f"{source}{jars_fingerprint(source)}".encode())
     return f"spark-{digest.hexdigest()[:16]}"
 
 
@@ -126,13 +131,10 @@ def spark_home_of(environ: Mapping[str, str]) -> Iterator[None]:
     the driver JVM (``$SPARK_HOME/bin/spark-submit``, with this process's environment); restored after."""
     wanted = environ.get("SPARK_HOME")
     before = os.environ.get("SPARK_HOME")
-    if wanted == before:
+    if wanted is None or wanted == before:
         yield
         return
-    if wanted is None:
-        os.environ.pop("SPARK_HOME", None)
-    else:
-        os.environ["SPARK_HOME"] = wanted
+    os.environ["SPARK_HOME"] = wanted
     try:
         yield
     finally:
