@@ -155,6 +155,20 @@ def services(settings: Settings, metastore: Settings) -> Iterator[Settings]:
     yield from _running(settings, [n for n in ServiceManager(settings.local).services if n != "metastore"])
 
 
+@pytest.fixture(autouse=True)
+def _pulsar_can_take_writes(request: pytest.FixtureRequest) -> None:
+    """A test of the services fails at once, naming the disk, when Pulsar's bookie could take no
+    writes: a shared disk filling up during a run otherwise makes every later producer time out
+    (30 s each; one CI run lost 76 tests and 80 minutes that way)."""
+    if "services" not in request.fixturenames:
+        return
+    from widehouse.services.pulsar import PulsarStandalone
+
+    full = PulsarStandalone(request.getfixturevalue("settings").local).full_disk()
+    if full is not None:
+        pytest.fail(full, pytrace=False)
+
+
 @pytest.fixture(scope="session")
 def spark(settings: Settings, metastore: Settings) -> Iterator[Any]:
     from widehouse.spark.session import build_session

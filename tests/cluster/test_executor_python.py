@@ -25,15 +25,20 @@ from widehouse.settings import load_settings
 from widehouse.spark.session import build_session
 
 def where(batches):
-    import sys, pyarrow as pa, widehouse
+    import os, sys, pyarrow as pa, widehouse
     for _ in batches:
         yield pa.RecordBatch.from_pydict(
-            {"exe": [sys.executable], "prefix": [sys.prefix], "widehouse": [widehouse.__file__]})
+            {"exe": [sys.executable], "prefix": [sys.prefix], "widehouse": [widehouse.__file__],
+             "dirs": [os.environ.get("SPARK_EXECUTOR_DIRS", "")],
+             "tool": [os.environ.get("JAVA_TOOL_OPTIONS", "")]})
 
 spark = build_session(load_settings(), "widehouse-executor-python")
 rows = spark.range(2, numPartitions=2).mapInArrow(
-    where, "exe string, prefix string, widehouse string").collect()
-print(json.dumps([r.asDict() for r in rows]))
+    where, "exe string, prefix string, widehouse string, dirs string, tool string").collect()
+from pyspark import SparkFiles
+driver = {"files": SparkFiles.getRootDirectory(),
+          "tmpdir": spark.sparkContext._jvm.java.lang.System.getProperty("java.io.tmpdir")}
+print(json.dumps({"driver": driver, "rows": [r.asDict() for r in rows]}))
 spark.stop()
 """
 
@@ -51,8 +56,14 @@ def test_executors_run_the_shipped_environment(cluster_env: dict[str, str], tmp_
         check=False,
     )
     assert done.returncode == 0, done.stderr[-4000:]
-    rows = json.loads(done.stdout.strip().splitlines()[-1])
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    rows = seen["rows"]
     assert len(rows) == 2
+    # the driver's unpacked archive (281 MB) and its fetched copy lie in its scratch in the state dir,
+    # not /tmp, where a killed driver left them (widehouse.spark.scratch)
+    scratch = Path(seen["driver"]["tmpdir"])
+    assert scratch.parent == tmp_path / "state" / "spark" / "tmp" and scratch.name.startswith("driver-")
+    assert Path(seen["driver"]["files"]).parent.parent == scratch, seen
     checkout_venv = Path(sys.prefix).resolve()
     for row in rows:
         exe, prefix, module = (Path(row[k]) for k in ("exe", "prefix", "widehouse"))
@@ -63,3 +74,9 @@ def test_executors_run_the_shipped_environment(cluster_env: dict[str, str], tmp_
         assert prefix.name == "env" and prefix.parent.parent.name.startswith("app-"), row
         assert exe.parent.parent == prefix, row
         assert module.is_relative_to(prefix), row
+        # the executors' scratch: <service dir>/worker-N/local/spark-*/executor-*, emptied at each start
+        executor_dir = Path(row["dirs"])
+        assert executor_dir.parents[1].name == "local", row
+        assert executor_dir.parents[2].name.startswith("worker-"), row
+        # and the executor JVM's temp dir (its fetched copy of the archive) beside it
+        assert f"-Djava.io.tmpdir={executor_dir.parents[1]}" in row["tool"], row

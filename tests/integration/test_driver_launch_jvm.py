@@ -37,6 +37,9 @@ print("driver:", json.dumps({"command": command, "env": env, "hashes": hashes}))
 _PER_START = ("_", "_PYSPARK_DRIVER_CONN_INFO_PATH", "WIDEHOUSE_SPARK_LAUNCH_PLANS_DIR")
 """Environment variables that differ between any two starts (or name this test's switch)."""
 
+_PER_START_CONFS = ("spark.local.dir",)
+"""Settings whose value differs between any two starts (each process's own scratch dir)."""
+
 
 def _driver(plans: str) -> dict[str, Any]:
     done = subprocess.run(
@@ -56,7 +59,11 @@ def _driver(plans: str) -> dict[str, Any]:
 def _shape(command: list[str]) -> tuple[list[str], list[str]]:
     """The JVM's command: its head as it is, its SparkSubmit arguments in any order."""
     cut = command.index(SUBMIT_CLASS) + 1
-    return command[:cut], sorted(command[cut:])
+    args = [
+        f"{arg.partition('=')[0]}=<per start>" if arg.startswith(_PER_START_CONFS) else arg
+        for arg in command[cut:]
+    ]
+    return command[:cut], sorted(args)
 
 
 def _env(report: dict[str, Any]) -> dict[str, str]:

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -12,6 +17,32 @@ import pytest
 from widehouse.settings import Settings
 
 pytestmark = pytest.mark.spark
+
+DEAD_DRIVER = """
+import sys
+from pathlib import Path
+from widehouse.spark.scratch import process_scratch
+directory = process_scratch(Path(sys.argv[1]))
+(directory / "blockmgr-0").mkdir()
+print(directory, flush=True)
+sys.stdin.read()
+"""
+
+DRIVER = """
+import json
+from pyspark import SparkFiles
+from widehouse.settings import load_settings
+from widehouse.spark.session import build_session
+
+spark = build_session(load_settings(), "widehouse-scratch", {"spark.sql.catalogImplementation": "in-memory"})
+jvm = spark.sparkContext._jvm
+print(json.dumps({
+    "local.dir": spark.sparkContext.getConf().get("spark.local.dir"),
+    "java.io.tmpdir": jvm.java.lang.System.getProperty("java.io.tmpdir"),
+    "files": SparkFiles.getRootDirectory(),
+    "temp": str(jvm.org.apache.spark.util.Utils.createTempDir()),
+}))
+"""
 
 
 def test_delta_write_read_and_time_travel(spark: Any, settings: Settings) -> None:
@@ -205,3 +236,35 @@ def test_numpy_values_still_reach_the_jvm(spark: Any) -> None:
     assert jvm.java.util.Arrays.toString(np.array([3, 1, 2], dtype=np.int32)) == "[3, 1, 2]"
     assert jvm.java.util.Arrays.toString(np.array([0.5, 2.0])) == "[0.5, 2.0]"
     assert jvm.java.lang.Math.abs(np.int64(-3)) == 3
+
+
+def test_a_driver_keeps_its_scratch_in_its_own_dir_and_removes_a_killed_drivers(tmp_path: Path) -> None:
+    """Spark's local dir, the JVM's temp dir (a cluster job's fetched archive, Hive's resources) and
+    the files dir lie in the process's own scratch under the state dir, never /tmp; a driver that
+    starts removes the scratch of one killed before Spark's shutdown hook could."""
+    state = tmp_path / "state"
+    root = state / "spark" / "tmp"
+    env = {**os.environ, "WIDEHOUSE_STATE_DIR": str(state)}
+    dead = subprocess.Popen(
+        [sys.executable, "-c", DEAD_DRIVER, str(root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert dead.stdout is not None
+    dead_dir = Path(dead.stdout.readline().strip())
+    os.kill(dead.pid, signal.SIGKILL)
+    dead.wait(timeout=30)
+    assert (dead_dir / "blockmgr-0").is_dir()
+
+    driver = subprocess.run(
+        [sys.executable, "-c", DRIVER], env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert driver.returncode == 0, driver.stderr[-4000:]
+    seen = json.loads(driver.stdout.strip().splitlines()[-1])
+    assert not dead_dir.exists() and not Path(f"{dead_dir}.lock").exists()
+    (scratch,) = [p for p in root.iterdir() if p.is_dir()]  # the driver's own (beside its lock)
+    assert scratch.name.startswith("driver-")
+    assert seen["local.dir"] == seen["java.io.tmpdir"] == str(scratch), seen
+    assert Path(seen["files"]).parent.parent == scratch, seen  # <local dir>/spark-*/userFiles-*
+    assert Path(seen["temp"]).parent == scratch, seen  # createTempDir(): <java.io.tmpdir>/spark-*

@@ -30,6 +30,7 @@ from widehouse.errors import SetupError
 from widehouse.jvm import JIT_OPTIONS, common_pool_option
 from widehouse.pulsar import tokens
 from widehouse.services.base import LocalService, java_bin, require_dir
+from widehouse.services.disk import bookie_threshold, disk_use, full_disk_reason
 from widehouse.services.process import PortSpec, log4j2_console, port_is_open
 
 
@@ -191,8 +192,19 @@ class PulsarStandalone(LocalService):
             env["JAVA_HOME"] = local.java_home
         return env
 
+    def full_disk(self) -> str | None:
+        """Why the bookie would take no writes on the disk of its ledgers, or None (:mod:`.disk`)."""
+        try:
+            threshold = bookie_threshold((self.home / "conf" / "standalone.conf").read_text())
+        except OSError:
+            return None  # no distribution: command() says so
+        return full_disk_reason(disk_use(self.dir / "data" / "bookkeeper"), threshold)
+
     def command(self) -> tuple[str, ...]:
         java_bin(self.local)  # fail early with a clear message when no suitable JDK is present
+        full = self.full_disk()
+        if full is not None:
+            raise SetupError(f"pulsar cannot start: {full}")
         data = self.dir / "data"
         return (
             str(self.home / "bin" / "pulsar"),
@@ -208,6 +220,9 @@ class PulsarStandalone(LocalService):
     def probe(self) -> str | None:
         if not port_is_open(self.local.pulsar_broker_port):
             return "broker port not open yet"
+        full = self.full_disk()
+        if full is not None:
+            return full  # the admin API still answers, but nothing can be published
         url = f"{self.admin_url}/admin/v2/namespaces/public"
         request = urllib.request.Request(url)  # noqa: S310 - loopback http
         if self.secured:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import sys
 import urllib.error
 import urllib.request
@@ -30,6 +31,14 @@ from widehouse.settings import LocalServicesSettings
 
 SCRUBBED = ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")
 """Variables removed from the workers' environment (they would point executors at the checkout)."""
+
+WORKER_CLEANUP = {
+    "spark.worker.cleanup.enabled": "true",
+    "spark.worker.cleanup.interval": "600",
+    "spark.worker.cleanup.appDataTtl": "3600",
+}
+"""The workers remove a finished application's work dir an hour after it ended (checked every ten
+minutes; Spark's defaults: off, and a week)."""
 
 
 def spark_home() -> Path:
@@ -56,10 +65,11 @@ class _SparkDaemon(LocalService):
     optional = True
     daemon_class: str
 
-    def _launch(self, *args: str) -> tuple[str, ...]:
+    def _launch(self, *args: str, env: tuple[str, ...] = ()) -> tuple[str, ...]:
+        """The daemon's command: ``env`` (``NAME=value`` words) set and :data:`SCRUBBED` unset."""
         home = spark_home()
         unset = [a for name in SCRUBBED for a in ("-u", name)]
-        return ("/usr/bin/env", *unset, str(home / "bin" / "spark-class"), self.daemon_class, *args)
+        return ("/usr/bin/env", *unset, *env, str(home / "bin" / "spark-class"), self.daemon_class, *args)
 
     def environment(self) -> dict[str, str]:
         env = {
@@ -122,6 +132,29 @@ class SparkWorkers(_SparkDaemon):
     def work_dir(self, index: int) -> Path:
         return self.dir / f"worker-{index}" / "work"
 
+    def local_dir(self, index: int) -> Path:
+        """The worker's executors' scratch (``SPARK_LOCAL_DIRS``; Spark's default is ``/tmp``, where an
+        executor stopped with its worker leaves its block manager and fetched files behind)."""
+        return self.dir / f"worker-{index}" / "local"
+
+    def scratch_env(self, index: int) -> tuple[str, ...]:
+        """``NAME=value`` words that keep a worker's and its executors' scratch in :meth:`local_dir`:
+        Spark's local dirs, and the JVMs' temp dir (an executor fetches each archive into
+        ``createTempDir()`` before unpacking it: 97 MB, left in ``/tmp`` by a killed executor).
+        Executors inherit the worker's environment; ``JAVA_TOOL_OPTIONS`` already set is kept."""
+        local = self.local_dir(index)
+        tool_options = " ".join(
+            filter(None, (os.environ.get("JAVA_TOOL_OPTIONS"), f"-Djava.io.tmpdir={local}"))
+        )
+        return (f"SPARK_LOCAL_DIRS={local}", f"JAVA_TOOL_OPTIONS={tool_options}")
+
+    def environment(self) -> dict[str, str]:
+        env = super().environment()
+        # finished applications' work dirs (each executor's unpacked archive, 281 MB) go after an
+        # hour instead of piling up under the service dir
+        env["SPARK_WORKER_OPTS"] = " ".join(f"-D{k}={v}" for k, v in WORKER_CLEANUP.items())
+        return env
+
     def command(self) -> tuple[str, ...]:
         launches = [
             self._launch(
@@ -138,6 +171,7 @@ class SparkWorkers(_SparkDaemon):
                 "--work-dir",
                 str(self.work_dir(i)),
                 self.local.spark_master_url,
+                env=self.scratch_env(i),
             )
             for i in range(self.local.spark_workers)
         ]
@@ -147,9 +181,12 @@ class SparkWorkers(_SparkDaemon):
         return ("/bin/sh", "-c", script)
 
     def prepare(self) -> None:
+        """Make the work dirs, and empty the scratch of the workers' last run (nothing runs now)."""
         super().prepare()
         for i in range(self.local.spark_workers):
             self.work_dir(i).mkdir(parents=True, exist_ok=True)
+            shutil.rmtree(self.local_dir(i), ignore_errors=True)
+            self.local_dir(i).mkdir(parents=True)
 
     def probe(self) -> str | None:
         state = master_state(self.local)

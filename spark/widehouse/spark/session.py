@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Iterator, Mapping, MutableMapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,6 +28,7 @@ from widehouse.spark.class_archive import driver_java_options, with_driver_optio
 from widehouse.spark.driver_launch import direct_launch
 from widehouse.spark.jit import Workload, jit_profile, with_jit
 from widehouse.spark.lean_home import driver_environ, spark_home_of
+from widehouse.spark.scratch import process_scratch
 from widehouse.spark.shipping import ENV_NAME, ENV_PYTHON
 from widehouse.spark.static_sources import answer_static_lookup
 
@@ -231,6 +233,7 @@ def build_session(
     conf = with_jit(conf, jit_profile(settings.spark.driver_jit, workload))
     check_metastore(settings, conf)
     make_local_dirs(settings)
+    conf, scratch = with_process_scratch(settings, conf)
     jvm_cwd: Path | None = None
     if settings.spark.is_local:
         # Python data sources (the pulsar source) run in processes the JVM starts with its own
@@ -255,21 +258,62 @@ def build_session(
         builder = builder.enableHiveSupport()
     plans = settings.spark.launch_plans_dir
     # the driver JVM (if this starts it) from its launch plan: no spark-submit launcher JVM first
-    with direct_launch(Path(plans) if plans else None), spark_home_of(environ):
-        if jvm_cwd is None:
-            session = builder.getOrCreate()
-        else:
-            here = os.getcwd()
-            os.chdir(jvm_cwd)  # the JVM (if this starts it) inherits it; this process gets its own back
-            try:
-                session = builder.getOrCreate()
-            finally:
-                os.chdir(here)
+    with direct_launch(Path(plans) if plans else None), spark_home_of(environ), _working_dir(jvm_cwd):
+        if scratch is not None:
+            _start_jvm_with_tmpdir(conf, scratch)
+        session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     if settings.spark.is_local:
         _files_dir_on_python_path(session)
     answer_static_lookup(session)  # no planner process just to find no installed data sources
     return session
+
+
+def with_process_scratch(settings: Settings, conf: dict[str, str]) -> tuple[dict[str, str], Path | None]:
+    """``conf`` with ``spark.local.dir`` this process's own scratch under the settings' local dir
+    (:mod:`widehouse.spark.scratch`), and that scratch; ``conf`` as it is and None when the local dir
+    is unset or ``WIDEHOUSE_SPARK_CONF`` / an override chose another ``spark.local.dir``.
+
+    On any master: a cluster's executors take their local dirs from the cluster manager
+    (``SPARK_EXECUTOR_DIRS``, ``SPARK_LOCAL_DIRS``, ``LOCAL_DIRS``), never from this setting, while
+    the driver otherwise keeps a cluster job's unpacked archive in ``/tmp``."""
+    root = settings.spark.local_dir
+    if not root or conf.get("spark.local.dir", root) != root:
+        return conf, None
+    scratch = process_scratch(Path(root))
+    return {**conf, "spark.local.dir": str(scratch)}, scratch
+
+
+def _start_jvm_with_tmpdir(conf: Mapping[str, str], scratch: Path) -> None:
+    """Start the driver JVM (unless it runs) and point its ``java.io.tmpdir`` at ``scratch`` before
+    the SparkContext exists: Spark's ``createTempDir()`` (a cluster job's fetched archive, 97 MB) and
+    Hive's session resources read the property when they make a directory, and a driver killed
+    before its shutdown hook ran leaves them behind. Setting it here keeps ``-Djava.io.tmpdir`` out
+    of the driver's Java options, which key its launch plan (:mod:`widehouse.spark.driver_launch`)."""
+    from pyspark import SparkConf, SparkContext
+
+    spark_conf = SparkConf()
+    for key, value in conf.items():
+        spark_conf.set(key, value)
+    SparkContext._ensure_initialized(conf=spark_conf)
+    jvm = SparkContext._jvm
+    assert jvm is not None
+    jvm.java.lang.System.setProperty("java.io.tmpdir", str(scratch))
+
+
+@contextmanager
+def _working_dir(path: Path | None) -> Iterator[None]:
+    """Inside it, this process's working directory is ``path`` (a JVM started inside inherits it);
+    the old one is back after. Nothing changes with None."""
+    if path is None:
+        yield
+        return
+    here = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(here)
 
 
 def blas_single_threaded(environ: MutableMapping[str, str]) -> None:
