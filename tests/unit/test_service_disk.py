@@ -54,3 +54,9 @@ def test_pulsar_refuses_to_start_on_a_disk_past_its_bookies_threshold(tmp_path: 
         _pulsar(tmp_path, "0.000001").command()
     assert str(tmp_path / "state") in str(caught.value)
     assert _pulsar(tmp_path / "roomy", "1.0").command()[1] == "standalone"
+
+
+def test_without_a_distribution_here_nothing_is_claimed_about_the_disk(tmp_path: Path) -> None:
+    """A broker run elsewhere (a test session against another Pulsar) is not judged by this disk."""
+    local = LocalServicesSettings(state_dir=tmp_path / "state", vendor_dir=tmp_path / "no-vendor")
+    assert PulsarStandalone(local).full_disk() is None

@@ -81,3 +81,16 @@ def test_the_sweep_leaves_what_it_did_not_make_and_clears_a_half_made_lock(tmp_p
     (root / ".driver-12-ab.lock.partial").write_text("")  # a process killed as it started
     assert scratch.sweep(root) == []
     assert sorted(p.name for p in root.iterdir()) == ["driver-notes.txt", "spark-0a1b"]
+
+
+def test_a_scratch_removed_under_its_process_is_made_again(tmp_path: Path) -> None:
+    """A state dir deleted while the process lives (a test's): the next session gets a new one."""
+    first = scratch.process_scratch(tmp_path / "a")
+    for path in sorted(first.parent.iterdir()):
+        if path.is_dir():
+            path.rmdir()
+        else:
+            path.unlink()
+    again = scratch.process_scratch(tmp_path / "a")
+    assert again.is_dir() and again != first
+    assert len(scratch._HELD) == 1

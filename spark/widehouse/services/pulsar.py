@@ -196,8 +196,8 @@ class PulsarStandalone(LocalService):
         """Why the bookie would take no writes on the disk of its ledgers, or None (:mod:`.disk`)."""
         try:
             threshold = bookie_threshold((self.home / "conf" / "standalone.conf").read_text())
-        except OSError:
-            return None  # no distribution: command() says so
+        except (OSError, SetupError):
+            return None  # no distribution here (command() says so), or a broker run elsewhere
         return full_disk_reason(disk_use(self.dir / "data" / "bookkeeper"), threshold)
 
     def command(self) -> tuple[str, ...]:

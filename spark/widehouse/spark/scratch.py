@@ -49,9 +49,12 @@ def process_scratch(root: Path) -> Path:
     scratch of processes that are gone is removed; later calls return the same directory."""
     root = root.absolute()
     with _GUARD:
-        held = _HELD.get(root)
-        if held is not None and held[0].is_dir():
-            return held[0]
+        held = _HELD.pop(root, None)
+        if held is not None:
+            if held[0].is_dir():
+                _HELD[root] = held
+                return held[0]
+            os.close(held[1])  # its directory was removed under it (a state dir deleted): a new one
         private_dir(root)
         removed = sweep(root)
         if removed:
