@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator, Mapping, MutableMapping
-from contextlib import contextmanager
+from collections.abc import Mapping, MutableMapping
+from contextlib import AbstractContextManager, chdir, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -258,7 +258,7 @@ def build_session(
         builder = builder.enableHiveSupport()
     plans = settings.spark.launch_plans_dir
     # the driver JVM (if this starts it) from its launch plan: no spark-submit launcher JVM first
-    with direct_launch(Path(plans) if plans else None), spark_home_of(environ), _working_dir(jvm_cwd):
+    with direct_launch(Path(plans) if plans else None), spark_home_of(environ), _jvm_cwd(jvm_cwd):
         if scratch is not None:
             _start_jvm_with_tmpdir(conf, scratch)
         session = builder.getOrCreate()
@@ -301,19 +301,10 @@ def _start_jvm_with_tmpdir(conf: Mapping[str, str], scratch: Path) -> None:
     jvm.java.lang.System.setProperty("java.io.tmpdir", str(scratch))
 
 
-@contextmanager
-def _working_dir(path: Path | None) -> Iterator[None]:
-    """Inside it, this process's working directory is ``path`` (a JVM started inside inherits it);
-    the old one is back after. Nothing changes with None."""
-    if path is None:
-        yield
-        return
-    here = os.getcwd()
-    os.chdir(path)
-    try:
-        yield
-    finally:
-        os.chdir(here)
+def _jvm_cwd(path: Path | None) -> AbstractContextManager[object]:
+    """The working directory a JVM started inside inherits (this process gets its own back after);
+    nothing changes with None."""
+    return chdir(path) if path is not None else nullcontext()
 
 
 def blas_single_threaded(environ: MutableMapping[str, str]) -> None:
