@@ -39,6 +39,8 @@ def _family(cmdline: list[str]) -> str:  # noqa: PLR0911 (one return per family)
         return "clickhouse service"
     if "-m widehouse stream" in cmd:  # --process: the drain's own driver process
         return "driver (this process)"
+    if "widehouse.spark.fork_server" in cmd:  # imports pyspark once for the forked ones below
+        return "python fork server"
     if "python_streaming_source_runner" in cmd or "pyspark.sql.worker." in cmd:
         # each query's source runner (offsets, planning, commits) and the data source's planners
         return "python planners"

@@ -223,6 +223,52 @@ def test_the_data_sources_planners_start_blas_single_threaded(spark: Any) -> Non
     assert row.openblas == "1" or row.omp, row  # ours, or the user's own choice left in place
 
 
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def test_the_sessions_python_processes_are_forked_from_its_fork_server(spark: Any) -> None:
+    """The JVM runs the fork launcher as its Python: a data source's planner and a task's worker
+    run in children of daemons forked by the driver's fork server, not in new interpreters."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    from widehouse.spark import fork_server
+    from widehouse.spark.static_sources import planner_python
+
+    [server] = fork_server.running()
+    assert fork_server.is_launcher(planner_python(spark))
+
+    class Lineage(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "widehouse_test_lineage"
+
+        def schema(self) -> str:
+            import os  # in the create_data_source daemon's child
+
+            return f"planner_daemon_{os.getppid()} long"
+
+        def reader(self, schema: Any) -> DataSourceReader:
+            class Reader(DataSourceReader):
+                def partitions(self) -> list[InputPartition]:
+                    return [InputPartition(0)]
+
+                def read(self, partition: InputPartition) -> Any:
+                    import os  # in a task worker, forked by the worker daemon
+
+                    yield (os.getppid(),)
+
+            return Reader()
+
+    spark.dataSource.register(Lineage)
+    frame = spark.read.format("widehouse_test_lineage").load()
+    planner_daemon = int(frame.schema.names[0].rsplit("_", 1)[1])
+    [row] = frame.collect()
+    worker_daemon = row[0]
+    assert _parent(planner_daemon) == server.process.pid
+    assert _parent(worker_daemon) == server.process.pid
+
+
 def test_numpy_values_still_reach_the_jvm(spark: Any) -> None:
     # build_session swapped pyspark's NumPy converters for ones that import no test module
     import numpy as np

@@ -77,6 +77,7 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     "WIDEHOUSE_SPARK_CLASS_ARCHIVE_DIR": ("/opt/widehouse/cds", "/opt/widehouse/cds"),
     "WIDEHOUSE_SPARK_LAUNCH_PLANS_DIR": ("/opt/widehouse/launch", "/opt/widehouse/launch"),
     "WIDEHOUSE_SPARK_LEAN_HOME_DIR": ("off", None),
+    "WIDEHOUSE_SPARK_FORKS_DIR": ("off", None),
     "WIDEHOUSE_SPARK_DRIVER_JIT": ("late-c2", "late-c2"),
     "WIDEHOUSE_SHARED_PATHS": ("true", True),
     "WIDEHOUSE_SPARK_MASTER_PORT": ("27077", 27077),
@@ -235,6 +236,7 @@ def test_dataclass_defaults_come_from_the_table() -> None:
         "spark.class_archive_dir": None,  # no archive; loading derives <vendor>/spark-cds
         "spark.launch_plans_dir": None,  # spark-submit; loading derives <vendor>/spark-launch
         "spark.lean_home_dir": None,  # Spark's home as it is; loading derives <vendor>/spark-lean
+        "spark.forks_dir": None,  # cold Python processes; loading derives <vendor>/spark-forks
     }
     for group in groups:
         cls = type(getattr(load_settings(BASE), group))

@@ -170,6 +170,9 @@ class SparkSettings:
     lean_home_dir: str | None = field(default=None, kw_only=True)
     """Where the driver's lean Spark homes are made (:mod:`widehouse.spark.lean_home`); None: the driver
     runs from Spark's home as it is."""
+    forks_dir: str | None = field(default=None, kw_only=True)
+    """Where the fork launchers of a local driver's Python processes are (:mod:`widehouse.spark.fork_server`);
+    None: Spark starts each of them as a new interpreter."""
     driver_jit: str = field(default=declared_default("spark.driver_jit"), kw_only=True)
     """The driver JVM's JIT profile (:mod:`widehouse.spark.jit`; ``auto`` depends on the job)."""
 

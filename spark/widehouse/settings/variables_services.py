@@ -321,6 +321,21 @@ SERVICE_VARIABLES: tuple[Variable[Any], ...] = (
         "local[*]).",
     ),
     Variable(
+        "WIDEHOUSE_SPARK_FORKS_DIR",
+        Derived(
+            "<vendor>/spark-forks",
+            ("WIDEHOUSE_VENDOR_DIR",),
+            lambda r: str(r["WIDEHOUSE_VENDOR_DIR"] / "spark-forks"),
+        ),
+        parse_local_dir_or_off,
+        "spark.forks_dir",
+        "Where a local driver keeps the launcher of its fork server (widehouse.spark.fork_server): Spark's "
+        "Python processes (the data source's planners, each query's source runner, the task workers' "
+        "daemon) are forked from an interpreter that imported pyspark while the JVM started, instead of "
+        "each starting cold (~0.3-0.6 core-s each). Created 0700; a launcher another user could change is "
+        "never used. `off` starts each as a new interpreter.",
+    ),
+    Variable(
         "WIDEHOUSE_SPARK_DRIVER_JIT",
         "auto",
         parse_driver_jit,

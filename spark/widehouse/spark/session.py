@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Mapping, MutableMapping, Sequence
 from contextlib import AbstractContextManager, chdir, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,10 +24,13 @@ from widehouse.errors import ConfigError, SetupError
 from widehouse.private import private_dir
 from widehouse.services.metastore import list_databases
 from widehouse.settings import Settings
-from widehouse.spark.class_archive import driver_java_options, with_driver_options
+from widehouse.spark import fork_server
+from widehouse.spark.class_archive import driver_java_options, spark_home, with_driver_options
 from widehouse.spark.driver_launch import direct_launch
+from widehouse.spark.fork_server import ForkServer, serving
 from widehouse.spark.jit import Workload, jit_profile, with_jit
 from widehouse.spark.lean_home import driver_environ, spark_home_of
+from widehouse.spark.python_zips import spark_python_zips
 from widehouse.spark.scratch import process_scratch
 from widehouse.spark.shipping import ENV_NAME, ENV_PYTHON
 from widehouse.spark.static_sources import answer_static_lookup
@@ -215,6 +218,7 @@ def build_session(
     overrides: Mapping[str, str] | None = None,
     *,
     workload: Workload = "batch",
+    python_preload: Sequence[str] = (),
 ) -> SparkSession:
     """Get or create the process's SparkSession configured by :func:`spark_conf`; ``workload``
     picks the driver JVM's JIT profile under ``auto`` (:mod:`widehouse.spark.jit`)."""
@@ -235,10 +239,12 @@ def build_session(
     make_local_dirs(settings)
     conf, scratch = with_process_scratch(settings, conf)
     jvm_cwd: Path | None = None
+    forks: ForkServer | None = None
     if settings.spark.is_local:
         # Python data sources (the pulsar source) run in processes the JVM starts with its own
         # PYSPARK_PYTHON, not spark.pyspark.python: make it this interpreter before the JVM starts.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        forks = _fork_server(settings, environ, python_preload)
     elif settings.spark.archive:
         # Spark takes every Python worker's interpreter from PYSPARK_PYTHON (spark.pyspark.python
         # only reaches spark-submit's driver): the archive's, with the driver JVM in _driver_cwd
@@ -258,7 +264,12 @@ def build_session(
         builder = builder.enableHiveSupport()
     plans = settings.spark.launch_plans_dir
     # the driver JVM (if this starts it) from its launch plan: no spark-submit launcher JVM first
-    with direct_launch(Path(plans) if plans else None), spark_home_of(environ), _jvm_cwd(jvm_cwd):
+    with (
+        direct_launch(Path(plans) if plans else None),
+        spark_home_of(environ),
+        _jvm_cwd(jvm_cwd),
+        serving(forks),
+    ):
         if scratch is not None:
             _start_jvm_with_tmpdir(conf, scratch)
         session = builder.getOrCreate()
@@ -267,6 +278,20 @@ def build_session(
         _files_dir_on_python_path(session)
     answer_static_lookup(session)  # no planner process just to find no installed data sources
     return session
+
+
+def _fork_server(settings: Settings, environ: Mapping[str, str], preload: Sequence[str]) -> ForkServer | None:
+    """This process's fork server for the Python processes of a local session's JVM
+    (:mod:`widehouse.spark.fork_server`), when they would run this interpreter; else None."""
+    directory = settings.spark.forks_dir
+    if not directory or os.environ.get("PYSPARK_PYTHON") != sys.executable:
+        return None
+    home = spark_home(environ)
+    if home is None:
+        return None
+    # Spark's order: pyspark's zip, then py4j's (PythonUtils.sparkPythonPath)
+    zips = sorted(spark_python_zips(home), key=lambda zip_path: zip_path.name != "pyspark.zip")
+    return fork_server.ensure(Path(directory), zips, preload)
 
 
 def with_process_scratch(settings: Settings, conf: dict[str, str]) -> tuple[dict[str, str], Path | None]:

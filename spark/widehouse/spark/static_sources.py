@@ -22,6 +22,8 @@ import pkgutil
 import sys
 from typing import TYPE_CHECKING, Any
 
+from widehouse.spark.fork_server import is_launcher
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -63,7 +65,9 @@ def answer_static_lookup(session: SparkSession, python: str | None = None) -> bo
     when Spark already has an answer); False when Spark is left to look for itself."""
     planners = python if python is not None else planner_python(session)
     # not resolved: a virtualenv's python links to its base interpreter, whose path is another
-    if not planners or os.path.abspath(planners) != os.path.abspath(sys.executable):
+    if not planners or (
+        os.path.abspath(planners) != os.path.abspath(sys.executable) and not is_launcher(planners)
+    ):
         return False
     found = static_candidates()
     if found:

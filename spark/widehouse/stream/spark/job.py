@@ -49,6 +49,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("widehouse.stream")
 
+PYTHON_PRELOAD = ("widehouse.stream.spark.source",)
+"""What Spark's Python processes of a stream unpickle (the groups' sources), imported by the fork
+server (:mod:`widehouse.spark.fork_server`) while the JVM starts."""
 QUERY_MODULES = (
     "widehouse.stream.spark.batch",
     "widehouse.stream.spark.handover",
@@ -114,6 +117,7 @@ class StreamApp:
                     f"widehouse-stream-{label}",
                     session_overrides(self.settings, self.groups, Path(folder)),
                     workload="stream",  # C1 only under `auto`: a quicker start, the same running cost
+                    python_preload=PYTHON_PRELOAD,
                 )
         return self._spark
 
