@@ -235,8 +235,9 @@ def test_the_sessions_python_processes_are_forked_from_its_fork_server(spark: An
     from widehouse.spark import fork_server
     from widehouse.spark.static_sources import planner_python
 
-    [server] = fork_server.running()
-    assert fork_server.is_launcher(planner_python(spark))
+    launcher = planner_python(spark)
+    assert fork_server.is_launcher(launcher)
+    [server] = [s for s in fork_server.running() if str(s.launcher) == launcher]
 
     class Lineage(DataSource):
         @classmethod

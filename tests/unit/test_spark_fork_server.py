@@ -67,6 +67,8 @@ def test_a_request_like_sparks_is_forked() -> None:
         (("-m", "pyspark.daemon"), {**OWN, "PYTHONOPTIMIZE": "1"}, 1, "other PYTHONOPTIMIZE"),
         (("-m", "pyspark.daemon"), {**OWN, "LD_PRELOAD": "/lib/x.so"}, 1, "other LD_PRELOAD"),
         (("-m", "pyspark.daemon"), {**OWN, "SPARK_TESTING": "1"}, 1, "other SPARK_TESTING"),
+        (("-m", "pyspark.daemon"), {**OWN, "OPENBLAS_NUM_THREADS": "4"}, 1, "OPENBLAS_NUM_THREADS"),
+        (("-m", "pyspark.daemon"), {**OWN, "ARROW_DEFAULT_MEMORY_POOL": "system"}, 1, "ARROW_DEFAULT"),
         (
             ("-m", "pyspark.daemon"),
             {**OWN, "PYTHONPATH": "/other/pyspark.zip:/spark/py4j.zip"},
@@ -82,6 +84,16 @@ def test_a_child_that_would_not_be_a_new_interpreter_is_declined(
 ) -> None:
     reason = refusal(_request(*argv, **env), OWN, threads=threads)
     assert reason is not None and said in reason
+
+
+def test_spark_puts_its_own_entries_between_the_servers() -> None:
+    """Spark's path is its zips, its jar, the context's files dirs, then the driver's PYTHONPATH."""
+    own = {**OWN, "PYTHONPATH": "/spark/pyspark.zip:/spark/py4j.zip:/lib"}
+    path = "/spark/pyspark.zip:/spark/py4j.zip:/spark/core.jar:/files:/files/streaming_job:/lib"
+    assert refusal(_request("-m", "pyspark.daemon", **{**own, "PYTHONPATH": path}), own, threads=1) is None
+    backwards = "/spark/pyspark.zip:/lib:/spark/py4j.zip"
+    reason = refusal(_request("-m", "pyspark.daemon", **{**own, "PYTHONPATH": backwards}), own, threads=1)
+    assert reason is not None and "in order" in reason
 
 
 def test_runtime_variables_may_differ() -> None:
@@ -107,9 +119,10 @@ def test_a_childs_path_is_a_new_interpreters() -> None:
 
 # -- a real server and launcher ------------------------------------------------------------------------
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[fork_server.ForkServer, Path]]:
+def served(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[tuple[fork_server.ForkServer, Path]]:
     """A fork server of this interpreter (pyspark's daemon preloaded, modules ``forkprobe*`` allowed)
-    and the dir the probe module is in."""
+    and the dir the probe module is in; numpy's BLAS single-threaded, as a driver starts it."""
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
     (tmp_path / "probe").mkdir()
     (tmp_path / "probe" / "forkprobe.py").write_text(PROBE)
     server = fork_server.start(tmp_path / "forks", [], ("xml.dom.minidom",), allow=("forkprobe",))
@@ -282,3 +295,33 @@ def test_a_local_driver_on_this_interpreter_starts_one(
     monkeypatch.setenv("PYSPARK_PYTHON", python or sys.executable)
     session._fork_server(_settings(tmp_path, **extra), {}, ())
     assert started == ([tmp_path / "spark-forks"] if wanted else [])
+
+
+def test_only_jemallocs_thread_may_run_beside_a_fork() -> None:
+    """pyarrow's allocator starts its background thread at import: a server with pyarrow imported
+    still forks; a thread of any other kind stops it."""
+    script = (
+        "import threading, time\n"
+        "import pyarrow\n"
+        "from widehouse.spark.fork_server import thread_count\n"
+        "alone = thread_count()\n"
+        "threading.Thread(target=time.sleep, args=(5,), daemon=True).start()\n"
+        "print(alone, thread_count())\n"
+    )
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["1", "2"]
+
+
+def test_a_driver_whose_context_runs_starts_none(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """getOrCreate hands back the running session: its JVM took its Python long ago."""
+    from pyspark import SparkContext
+
+    from widehouse.spark import session
+
+    started: list[Path] = []
+    monkeypatch.setattr(fork_server, "ensure", lambda directory, zips, preload: started.append(directory))
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
+    monkeypatch.setattr(SparkContext, "_active_spark_context", object())
+    assert session._fork_server(_settings(tmp_path), {}, ()) is None
+    assert started == []

@@ -14,17 +14,18 @@ while the JVM starts, and then forks a child per request. The JVM's ``PYSPARK_PY
 for (``-m <module> [args]``) with the launcher's working dir, environment and standard streams, and
 waits for it, passing on signals and its exit.
 
-The server declines, and the launcher becomes the real interpreter, when a child could not be what
-a new interpreter would be: a command other than ``-m pyspark...``; an environment whose
+The server declines, and the launcher becomes the real interpreter, when a child could not be what a
+new interpreter would be: a command other than ``-m pyspark...``; an environment whose
 interpreter-start settings differ from the server's (:data:`START_VARIABLES`: ``PYTHONHASHSEED``,
-``PYTHONUNBUFFERED``, ...); a ``PYTHONPATH`` that does not begin with the Spark zips the server
-imported pyspark from; or more than one thread in the server (forking a threaded process is unsafe,
-so nothing that starts a thread, pyarrow's allocator among them, is imported beforehand). Only this
-user's processes are served (the peer's credentials), on an abstract socket that leaves no file.
-The server ends when its driver does (its standard input closes), after its children's exits are
-reported. ``WIDEHOUSE_SPARK_FORKS_DIR`` (default ``<vendor>/spark-forks``) keeps the launchers;
-``off`` starts every Python process as before. Cluster masters never use it (their executors start
-their own Python).
+``PYTHONUNBUFFERED``, ...); a ``PYTHONPATH`` not led by the zip the server imported pyspark from, or
+without all of the server's entries in their order (Spark puts its jar and the context's files dirs
+between its zips and the driver's own ``PYTHONPATH``); or a thread in the server besides its own and
+jemalloc's background thread (pyarrow's allocator, which takes its locks around a fork itself):
+forking beside any other thread is unsafe. Only this user's processes are served (the peer's
+credentials), on an abstract socket that leaves no file. The server ends when its driver does (its
+standard input closes), after its children's exits are reported. ``WIDEHOUSE_SPARK_FORKS_DIR``
+(default ``<vendor>/spark-forks``) keeps the launchers; ``off`` starts every Python process as
+before. Cluster masters never use it (their executors start their own Python).
 """
 
 from __future__ import annotations
@@ -53,17 +54,29 @@ from widehouse.spark.fork_launcher import PROTOCOL, SERVER
 
 log = logging.getLogger(__name__)
 
-PRELOAD = ("pyspark.daemon", "pyspark.worker", "pyspark.sql.worker.create_data_source")
-"""Imported by every server: what Spark's daemons and planners import before they work. Nothing
-that imports pyarrow (its allocator starts a thread at import)."""
+PRELOAD = (
+    "pyspark.daemon",
+    "pyspark.worker",
+    "pyspark.sql.worker.create_data_source",
+    "pyspark.sql.worker.plan_data_source_read",
+    "pyspark.sql.streaming.python_streaming_source_runner",
+)
+"""Imported by every server: what Spark's daemons, planners and source runners import before they
+work (pyarrow among it)."""
+FORK_SAFE_THREADS = frozenset({"jemalloc_bg_thd"})
+"""Threads a fork may leave behind: jemalloc's background purging thread, which pyarrow's allocator
+starts at import. jemalloc takes its own locks around a fork (``pthread_atfork``) and runs no
+background thread in the child; no other code runs on it."""
 MODULE_PREFIX = "pyspark."
 """The only modules a child runs (``-m``): Spark's own Python processes."""
 START_VARIABLES = re.compile(
     r"^(PYTHON(?!PATH$)[A-Z]*|LD_[A-Z_]+|GLIBC_TUNABLES|MALLOC_[A-Z_]+|"
-    r"PYSPARK_ENABLE_NAMEDTUPLE_PATCH|SPARK_TESTING)$"
+    r"PYSPARK_ENABLE_NAMEDTUPLE_PATCH|SPARK_TESTING|OPENBLAS_NUM_THREADS|ARROW_[A-Z_]+|JE_ARROW_MALLOC_CONF)$"
 )
 """Variables read as an interpreter starts or as the preloaded modules are imported: a request must
-carry the server's values of them (``PYTHONPATH`` is compared apart, by its leading entries)."""
+carry the server's values of them (``PYTHONPATH`` is compared apart). Not ``OMP_NUM_THREADS``, which
+Spark sets for its workers to ``spark.task.cpus``: numpy's BLAS takes ``OPENBLAS_NUM_THREADS`` first,
+which the driver sets before the server starts (``blas_single_threaded``)."""
 WORKER_ENV = {"PYTHONUNBUFFERED": "YES"}
 """What Spark adds to its Python processes' environment that the interpreter reads as it starts."""
 HASH_SEED = ("PYTHONHASHSEED", "0")
@@ -149,11 +162,18 @@ def refusal(
     if differ:
         return f"its interpreter would start with other {', '.join(differ)}"
     own = python_path(own_env.get("PYTHONPATH"))
-    if python_path(request.env.get("PYTHONPATH"))[: len(own)] != own:
-        return "its PYTHONPATH does not begin with the server's"
+    wanted = python_path(request.env.get("PYTHONPATH"))
+    if own and (wanted[:1] != own[:1] or not _in_order(own, wanted)):
+        return "its PYTHONPATH is not led by pyspark's zip and holds not all of the server's in order"
     if threads != 1:
         return f"the server runs {threads} threads"
     return None
+
+
+def _in_order(items: Sequence[str], within: Sequence[str]) -> bool:
+    """Whether ``items`` appear in ``within`` in the same order (others may come between)."""
+    rest = iter(within)
+    return all(item in rest for item in items)
 
 
 def child_path(request: Request, own_path: Sequence[str], own_env: Mapping[str, str]) -> list[str]:
@@ -164,11 +184,20 @@ def child_path(request: Request, own_path: Sequence[str], own_env: Mapping[str, 
 
 
 def thread_count() -> int:
-    """This process's threads as the kernel counts them (native ones too)."""
+    """This process's threads as the kernel counts them (native ones too), but for those that are
+    safe to fork beside (:data:`FORK_SAFE_THREADS`)."""
     try:
-        return len(os.listdir("/proc/self/task"))
+        tasks = os.listdir("/proc/self/task")
     except OSError:
         return threading.active_count()
+    count = 0
+    for task in tasks:
+        try:
+            name = Path(f"/proc/self/task/{task}/comm").read_text().strip()
+        except OSError:  # it ended
+            continue
+        count += name not in FORK_SAFE_THREADS
+    return count
 
 
 def run_child(request: Request, own_path: Sequence[str], own_env: Mapping[str, str]) -> NoReturn:

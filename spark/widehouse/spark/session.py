@@ -239,12 +239,10 @@ def build_session(
     make_local_dirs(settings)
     conf, scratch = with_process_scratch(settings, conf)
     jvm_cwd: Path | None = None
-    forks: ForkServer | None = None
     if settings.spark.is_local:
         # Python data sources (the pulsar source) run in processes the JVM starts with its own
         # PYSPARK_PYTHON, not spark.pyspark.python: make it this interpreter before the JVM starts.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        forks = _fork_server(settings, environ, python_preload)
     elif settings.spark.archive:
         # Spark takes every Python worker's interpreter from PYSPARK_PYTHON (spark.pyspark.python
         # only reaches spark-submit's driver): the archive's, with the driver JVM in _driver_cwd
@@ -257,6 +255,8 @@ def build_session(
     # query with CANNOT_OPEN_SOCKET. The workers inherit it from the JVM, so set it before it starts.
     os.environ.setdefault("SPARK_AUTH_SOCKET_TIMEOUT", "120")
     blas_single_threaded(os.environ)
+    # started with the environment the JVM gets, so its imports (numpy's BLAS) are the workers'
+    forks = _fork_server(settings, environ, python_preload) if settings.spark.is_local else None
     builder = SparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)
@@ -283,8 +283,12 @@ def build_session(
 def _fork_server(settings: Settings, environ: Mapping[str, str], preload: Sequence[str]) -> ForkServer | None:
     """This process's fork server for the Python processes of a local session's JVM
     (:mod:`widehouse.spark.fork_server`), when they would run this interpreter; else None."""
+    from pyspark import SparkContext
+
     directory = settings.spark.forks_dir
     if not directory or os.environ.get("PYSPARK_PYTHON") != sys.executable:
+        return None
+    if SparkContext._active_spark_context is not None:  # getOrCreate gives it: its JVM runs already
         return None
     home = spark_home(environ)
     if home is None:
