@@ -34,8 +34,14 @@ hashes = spark.sparkContext.parallelize(range(2), 2).map(lambda _: hash("widehou
 print("driver:", json.dumps({"command": command, "env": env, "hashes": hashes}))
 """
 
-_PER_START = ("_", "_PYSPARK_DRIVER_CONN_INFO_PATH", "WIDEHOUSE_SPARK_LAUNCH_PLANS_DIR")
-"""Environment variables that differ between any two starts (or name this test's switch)."""
+_PER_START = (
+    "_",
+    "_PYSPARK_DRIVER_CONN_INFO_PATH",
+    "WIDEHOUSE_SPARK_LAUNCH_PLANS_DIR",
+    "WIDEHOUSE_SPARK_FORK_SERVER",
+)
+"""Environment variables that differ between any two starts (or name this test's switch; the fork
+server's socket is named per driver process)."""
 
 _PER_START_CONFS = ("spark.local.dir",)
 """Settings whose value differs between any two starts (each process's own scratch dir)."""

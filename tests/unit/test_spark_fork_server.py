@@ -288,11 +288,14 @@ def _settings(tmp_path: Path, **extra: str):  # type: ignore[no-untyped-def]
 def test_a_local_driver_on_this_interpreter_starts_one(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, extra: dict[str, str], python: str | None, wanted: bool
 ) -> None:
+    from pyspark import SparkContext
+
     from widehouse.spark import session
 
     started: list[Path] = []
     monkeypatch.setattr(fork_server, "ensure", lambda directory, zips, preload: started.append(directory))
     monkeypatch.setenv("PYSPARK_PYTHON", python or sys.executable)
+    monkeypatch.setattr(SparkContext, "_active_spark_context", None)  # the suite's session may run
     session._fork_server(_settings(tmp_path, **extra), {}, ())
     assert started == ([tmp_path / "spark-forks"] if wanted else [])
 
