@@ -328,3 +328,20 @@ def test_a_driver_whose_context_runs_starts_none(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(SparkContext, "_active_spark_context", object())
     assert session._fork_server(_settings(tmp_path), {}, ()) is None
     assert started == []
+
+
+def test_a_server_with_pulsars_library_loaded_declines(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Children forked after the Pulsar C++ client loaded name their readers alike (ConsumerBusy)."""
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
+    (tmp_path / "probe").mkdir()
+    (tmp_path / "probe" / "forkprobe.py").write_text(PROBE)
+    server = fork_server.start(tmp_path / "forks", [], ("_pulsar",), allow=("forkprobe",))
+    assert server is not None and server.wait_ready()
+    try:
+        launched = _launch(server, tmp_path / "probe", tmp_path)
+        assert launched.wait(timeout=30) == 0
+        assert _probe(tmp_path)["pid"] == launched.pid  # the real interpreter, not a fork
+    finally:
+        server.stop()

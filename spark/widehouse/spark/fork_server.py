@@ -63,6 +63,12 @@ PRELOAD = (
 )
 """Imported by every server: what Spark's daemons, planners and source runners import before they
 work (pyarrow among it)."""
+FORK_UNSAFE = ("_pulsar", "numpy.random")
+"""Modules whose state every forked child would share where a new interpreter makes its own: the
+Pulsar C++ client names its readers from a random generator seeded once per process, so two
+children forked after it loaded create readers of the same name and the second is refused
+(``ConsumerBusy``, measured); numpy's global random state likewise. A server with one of them loaded
+declines every request."""
 FORK_SAFE_THREADS = frozenset({"jemalloc_bg_thd"})
 """Threads a fork may leave behind: jemalloc's background purging thread, which pyarrow's allocator
 starts at import. jemalloc takes its own locks around a fork (``pthread_atfork``) and runs no
@@ -167,6 +173,9 @@ def refusal(
         return "its PYTHONPATH is not led by pyspark's zip and holds not all of the server's in order"
     if threads != 1:
         return f"the server runs {threads} threads"
+    shared = [name for name in FORK_UNSAFE if name in sys.modules]
+    if shared:
+        return f"the server has {', '.join(shared)} loaded, whose state its children would share"
     return None
 
 

@@ -49,11 +49,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("widehouse.stream")
 
-PYTHON_PRELOAD = ("widehouse.stream.spark.source", "widehouse.stream.transform", "_pulsar", "pandas")
-"""What Spark's Python processes of a stream import before their first batch (the groups' sources
-they unpickle; the transform, the Pulsar client and pandas its reading tasks run, which the warm-up
-imports into each worker otherwise), imported by the fork server
-(:mod:`widehouse.spark.fork_server`) while the JVM starts."""
+PYTHON_PRELOAD = ("widehouse.stream.spark.source",)
+"""What Spark's Python processes of a stream unpickle (the groups' sources), imported by the fork
+server (:mod:`widehouse.spark.fork_server`) while the JVM starts. Not the transform: it loads the
+Pulsar client's library, which a fork server must not (its :data:`FORK_UNSAFE`)."""
 QUERY_MODULES = (
     "widehouse.stream.spark.batch",
     "widehouse.stream.spark.handover",
