@@ -155,7 +155,11 @@ def python_path(value: str | None) -> list[str]:
 
 
 def refusal(
-    request: Request, own_env: Mapping[str, str], threads: int, allowed: Sequence[str] = (MODULE_PREFIX,)
+    request: Request,
+    own_env: Mapping[str, str],
+    threads: int,
+    allowed: Sequence[str] = (MODULE_PREFIX,),
+    loaded: Sequence[str] = (),
 ) -> str | None:
     """Why a child of this server would not be what ``python <request.argv>`` would be, or is not
     one it serves; None: fork. ``own_env`` is the environment the server started with, ``threads``
@@ -173,7 +177,7 @@ def refusal(
         return "its PYTHONPATH is not led by pyspark's zip and holds not all of the server's in order"
     if threads != 1:
         return f"the server runs {threads} threads"
-    shared = [name for name in FORK_UNSAFE if name in sys.modules]
+    shared = [name for name in FORK_UNSAFE if name in loaded]
     if shared:
         return f"the server has {', '.join(shared)} loaded, whose state its children would share"
     return None
@@ -341,7 +345,8 @@ class Server:
             print(f"widehouse fork server: a request not served: {exc}", file=sys.stderr)
             conn.close()
             return None
-        reason = refusal(request, self.own_env, thread_count(), self.allowed)
+        loaded = [name for name in FORK_UNSAFE if name in sys.modules]
+        reason = refusal(request, self.own_env, thread_count(), self.allowed, loaded)
         if reason is not None:
             if reason not in self.declined:  # once per reason: the launcher starts Python itself
                 self.declined.add(reason)
