@@ -309,14 +309,14 @@ class Server:
                         os.kill(by_fd[fd], signal.SIGKILL)
                     poll.unregister(fd)
                     del by_fd[fd]
-            for _pid, conn in self.reap():
+            for conn in self.reap():
                 if conn.fileno() in by_fd:
                     poll.unregister(conn)
                     del by_fd[conn.fileno()]
                 conn.close()
 
-    def reap(self) -> Iterator[tuple[int, socket.socket]]:
-        """Children that ended, their status sent to their launchers."""
+    def reap(self) -> Iterator[socket.socket]:
+        """The connections of children that ended, their status sent to their launchers."""
         while self.children:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
@@ -329,7 +329,7 @@ class Server:
                 continue
             with contextlib.suppress(OSError):
                 conn.sendall(struct.pack("!i", status))
-            yield pid, conn
+            yield conn
 
     def accept(self) -> int | None:
         """Serve one connection: the forked child's pid, or None when none was forked."""
@@ -528,7 +528,7 @@ def running() -> list[ForkServer]:
 
 def ensure(directory: Path, zips: Sequence[Path], preload: Sequence[str] = ()) -> ForkServer | None:
     """This process's fork server for ``directory`` (started on first use, again if it ended)."""
-    key = f"{directory}|{sys.executable}"
+    key = str(directory)
     with _STARTING:
         running = _RUNNING.get(key)
         if running is None or not running.alive:
