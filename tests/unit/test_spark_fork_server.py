@@ -28,6 +28,17 @@ out = {
     "asked_preloaded": "xml.dom.minidom" in sys.modules,
     "stdin": sys.stdin.read() if "--read" in sys.argv else "",
 }
+if "--numpy" in sys.argv:
+    import numpy.random
+    out["numpy"] = int(numpy.random.randint(2**62))
+    read, write = os.pipe()
+    if os.fork() == 0:  # as pyspark's daemon forks its workers
+        os.write(write, str(numpy.random.randint(2**62)).encode())
+        os._exit(0)
+    os.close(write)
+    out["numpy_after"] = int(numpy.random.randint(2**62))
+    out["numpy_grandchild"] = int(os.read(read, 64))
+    os.wait()
 open(os.environ["PROBE_OUT"], "w").write(json.dumps(out))
 print("to stdout", flush=True)
 print("to stderr", file=sys.stderr, flush=True)
@@ -151,8 +162,8 @@ def _launch(
     )
 
 
-def _probe(tmp_path: Path, timeout: float = 20) -> dict[str, object]:
-    out = tmp_path / "out.json"
+def _probe(tmp_path: Path, timeout: float = 20, name: str = "out.json") -> dict[str, object]:
+    out = tmp_path / name
     deadline = time.monotonic() + timeout
     while not (out.exists() and out.stat().st_size):
         assert time.monotonic() < deadline, "the probe never ran"
@@ -343,5 +354,31 @@ def test_a_server_with_pulsars_library_loaded_declines(
         launched = _launch(server, tmp_path / "probe", tmp_path)
         assert launched.wait(timeout=30) == 0
         assert _probe(tmp_path)["pid"] == launched.pid  # the real interpreter, not a fork
+    finally:
+        server.stop()
+
+
+def test_numpys_random_state_is_drawn_again_in_every_fork(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A server that loaded numpy's random module (pandas does) still forks, and each child draws its
+    own numbers, as a new interpreter's import would, and so does each process a child forks (as
+    pyspark's daemon forks its workers)."""
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
+    (tmp_path / "probe").mkdir()
+    (tmp_path / "probe" / "forkprobe.py").write_text(PROBE)
+    server = fork_server.start(tmp_path / "forks", [], ("numpy.random",), allow=("forkprobe",))
+    assert server is not None and server.wait_ready()
+    try:
+        seen = []
+        for name in ("first.json", "second.json"):
+            launched = _launch(
+                server, tmp_path / "probe", tmp_path, "--numpy", PROBE_OUT=str(tmp_path / name)
+            )
+            assert launched.wait(timeout=30) == 0
+            seen.append(_probe(tmp_path, name=name))
+        assert [s["ppid"] for s in seen] == [server.process.pid] * 2  # forked, not declined
+        assert seen[0]["numpy"] != seen[1]["numpy"]  # two siblings
+        assert all(s["numpy_after"] != s["numpy_grandchild"] for s in seen)  # a child and its own fork
     finally:
         server.stop()

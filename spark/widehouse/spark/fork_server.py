@@ -21,11 +21,14 @@ interpreter-start settings differ from the server's (:data:`START_VARIABLES`: ``
 without all of the server's entries in their order (Spark puts its jar and the context's files dirs
 between its zips and the driver's own ``PYTHONPATH``); or a thread in the server besides its own and
 jemalloc's background thread (pyarrow's allocator, which takes its locks around a fork itself):
-forking beside any other thread is unsafe. Only this user's processes are served (the peer's
-credentials), on an abstract socket that leaves no file. The server ends when its driver does (its
-standard input closes), after its children's exits are reported. ``WIDEHOUSE_SPARK_FORKS_DIR``
-(default ``<vendor>/spark-forks``) keeps the launchers; ``off`` starts every Python process as
-before. Cluster masters never use it (their executors start their own Python).
+forking beside any other thread is unsafe; or a loaded library whose per-process random state no
+one can draw again (:data:`FORK_UNSAFE`, the Pulsar C++ client). numpy's global random state, which
+pandas loads, is drawn again in every fork (:func:`reseed_after_fork`). Only this user's processes
+are served (the peer's credentials), on an abstract socket that leaves no file. The server ends when
+its driver does (its standard input closes), after its children's exits are reported.
+``WIDEHOUSE_SPARK_FORKS_DIR`` (default ``<vendor>/spark-forks``) keeps the launchers; ``off`` starts
+every Python process as before. Cluster masters never use it (their executors start their own
+Python).
 """
 
 from __future__ import annotations
@@ -63,12 +66,17 @@ PRELOAD = (
 )
 """Imported by every server: what Spark's daemons, planners and source runners import before they
 work (pyarrow among it)."""
-FORK_UNSAFE = ("_pulsar", "numpy.random")
-"""Modules whose state every forked child would share where a new interpreter makes its own: the
-Pulsar C++ client names its readers from a random generator seeded once per process, so two
-children forked after it loaded create readers of the same name and the second is refused
-(``ConsumerBusy``, measured); numpy's global random state likewise. A server with one of them loaded
+FORK_UNSAFE = ("_pulsar",)
+"""Modules whose state every forked child would share where a new interpreter makes its own, and
+that no one can draw again in the child: the Pulsar C++ client names its readers from a random
+generator seeded once per process, so two children forked after it loaded create readers of the
+same name and the second is refused (``ConsumerBusy``, measured). A server with one of them loaded
 declines every request."""
+RESEEDED = ("numpy.random",)
+"""Modules whose random state a new interpreter draws from the OS as it imports them, which every
+fork of the server (and every fork of those, as pyspark's daemon makes its workers) draws again
+(:func:`reseed_after_fork`): numpy's global ``RandomState``, which pandas loads. Python's own
+``random`` does the same for itself."""
 FORK_SAFE_THREADS = frozenset({"jemalloc_bg_thd"})
 """Threads a fork may leave behind: jemalloc's background purging thread, which pyarrow's allocator
 starts at import. jemalloc takes its own locks around a fork (``pthread_atfork``) and runs no
@@ -256,6 +264,17 @@ def run_child(request: Request, own_path: Sequence[str], own_env: Mapping[str, s
         os._exit(code)
 
 
+def reseed_after_fork() -> None:
+    """In a process just forked: the random state of :data:`RESEEDED`'s loaded modules drawn from the
+    OS again, as their import in a new interpreter draws it (else every child draws the numbers its
+    siblings draw). Registered by the server before it imports anything, so its children run it,
+    and so do the processes they fork."""
+    for name in RESEEDED:
+        module = sys.modules.get(name)
+        if module is not None:
+            module.seed()  # no argument: from the OS
+
+
 def _show_as(command: Sequence[str]) -> None:
     """Show this process as ``command`` (``ps``, ``/proc/<pid>/cmdline``), as if started so."""
     try:
@@ -400,6 +419,7 @@ def main(argv: list[str]) -> int:
         os.close(args.ready_fd)
     import importlib
 
+    os.register_at_fork(after_in_child=reseed_after_fork)  # inherited: the children's forks run it too
     with contextlib.suppress(ImportError):  # set up while the process's memory is as it started
         from setproctitle import getproctitle
 
