@@ -27,6 +27,7 @@ out = {
     "preloaded": "pyspark.daemon" in sys.modules, "path_head": sys.path[:2],
     "asked_preloaded": "xml.dom.minidom" in sys.modules,
     "stdin": sys.stdin.read() if "--read" in sys.argv else "",
+    "frozen": __import__("gc").get_freeze_count(), "collecting": __import__("gc").isenabled(),
 }
 if "--numpy" in sys.argv:
     import numpy.random
@@ -183,6 +184,8 @@ def test_a_forked_child_runs_what_the_launcher_was_asked_with_its_streams_and_ex
     assert seen["ppid"] == server.process.pid and seen["pid"] != launched.pid  # forked by the server
     assert seen["preloaded"] is True  # pyspark imported before the request, not by the child
     assert seen["asked_preloaded"] is True  # and what the server was asked to import
+    # the preloaded objects out of the collector's reach (no copy of their pages), which still runs
+    assert int(str(seen["frozen"])) > 10_000 and seen["collecting"] is True
     assert seen["name"] == "__main__" and seen["flavour"] == "mint" and seen["stdin"] == "from stdin"
     assert seen["argv"] == [str(probe / "forkprobe.py"), "--read", "x y"]
     assert seen["cwd"] == str(tmp_path) and seen["path_head"][0] == str(tmp_path)
@@ -224,6 +227,7 @@ def test_a_declined_request_runs_the_real_interpreter(
     seen = _probe(tmp_path)
     assert seen["pid"] == launched.pid and seen["preloaded"] is False  # exec'd: a new interpreter
     assert seen["asked_preloaded"] is False
+    assert seen["frozen"] == 0 and seen["collecting"] is True
 
 
 def test_without_a_server_the_launcher_is_the_real_interpreter(
@@ -317,7 +321,7 @@ def test_only_jemallocs_thread_may_run_beside_a_fork() -> None:
     script = (
         "import threading, time\n"
         "import pyarrow\n"
-        "from widehouse.spark.fork_server import thread_count\n"
+        "from widehouse.spark.fork_state import thread_count\n"
         "alone = thread_count()\n"
         "threading.Thread(target=time.sleep, args=(5,), daemon=True).start()\n"
         "print(alone, thread_count())\n"

@@ -22,18 +22,19 @@ without all of the server's entries in their order (Spark puts its jar and the c
 between its zips and the driver's own ``PYTHONPATH``); or a thread in the server besides its own and
 jemalloc's background thread (pyarrow's allocator, which takes its locks around a fork itself):
 forking beside any other thread is unsafe; or a loaded library whose per-process random state no
-one can draw again (:data:`FORK_UNSAFE`, the Pulsar C++ client). numpy's global random state, which
-pandas loads, is drawn again in every fork (:func:`reseed_after_fork`). Only this user's processes
-are served (the peer's credentials), on an abstract socket that leaves no file. The server ends when
-its driver does (its standard input closes), after its children's exits are reported.
-``WIDEHOUSE_SPARK_FORKS_DIR`` (default ``<vendor>/spark-forks``) keeps the launchers; ``off`` starts
-every Python process as before. Cluster masters never use it (their executors start their own
-Python).
+one can draw again (the Pulsar C++ client). numpy's global random state, which pandas loads, is
+drawn again in every fork, and the preloaded objects are frozen out of the collector's reach
+(:mod:`widehouse.spark.fork_state`). Only this user's processes are served (the peer's
+credentials), on an abstract socket that leaves no file. The server ends when its driver does (its
+standard input closes), after its children's exits are reported. ``WIDEHOUSE_SPARK_FORKS_DIR``
+(default ``<vendor>/spark-forks``) keeps the launchers; ``off`` starts every Python process as
+before. Cluster masters never use it (their executors start their own Python).
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import logging
 import marshal
@@ -54,6 +55,7 @@ from typing import NoReturn
 from widehouse.private import others_could_change, private_dir
 from widehouse.spark import fork_launcher
 from widehouse.spark.fork_launcher import PROTOCOL, SERVER
+from widehouse.spark.fork_state import FORK_UNSAFE, freeze_preloaded, reseed_after_fork, thread_count
 
 log = logging.getLogger(__name__)
 
@@ -66,21 +68,6 @@ PRELOAD = (
 )
 """Imported by every server: what Spark's daemons, planners and source runners import before they
 work (pyarrow among it)."""
-FORK_UNSAFE = ("_pulsar",)
-"""Modules whose state every forked child would share where a new interpreter makes its own, and
-that no one can draw again in the child: the Pulsar C++ client names its readers from a random
-generator seeded once per process, so two children forked after it loaded create readers of the
-same name and the second is refused (``ConsumerBusy``, measured). A server with one of them loaded
-declines every request."""
-RESEEDED = ("numpy.random",)
-"""Modules whose random state a new interpreter draws from the OS as it imports them, which every
-fork of the server (and every fork of those, as pyspark's daemon makes its workers) draws again
-(:func:`reseed_after_fork`): numpy's global ``RandomState``, which pandas loads. Python's own
-``random`` does the same for itself."""
-FORK_SAFE_THREADS = frozenset({"jemalloc_bg_thd"})
-"""Threads a fork may leave behind: jemalloc's background purging thread, which pyarrow's allocator
-starts at import. jemalloc takes its own locks around a fork (``pthread_atfork``) and runs no
-background thread in the child; no other code runs on it."""
 MODULE_PREFIX = "pyspark."
 """The only modules a child runs (``-m``): Spark's own Python processes."""
 START_VARIABLES = re.compile(
@@ -204,23 +191,6 @@ def child_path(request: Request, own_path: Sequence[str], own_env: Mapping[str, 
     return [request.cwd, *python_path(request.env.get("PYTHONPATH")), *rest]
 
 
-def thread_count() -> int:
-    """This process's threads as the kernel counts them (native ones too), but for those that are
-    safe to fork beside (:data:`FORK_SAFE_THREADS`)."""
-    try:
-        tasks = os.listdir("/proc/self/task")
-    except OSError:
-        return threading.active_count()
-    count = 0
-    for task in tasks:
-        try:
-            name = Path(f"/proc/self/task/{task}/comm").read_text().strip()
-        except OSError:  # it ended
-            continue
-        count += name not in FORK_SAFE_THREADS
-    return count
-
-
 def run_child(request: Request, own_path: Sequence[str], own_env: Mapping[str, str]) -> NoReturn:
     """In a forked child: become ``python <request.argv>`` and exit as it would."""
     import runpy
@@ -262,17 +232,6 @@ def run_child(request: Request, own_path: Sequence[str], own_env: Mapping[str, s
             with contextlib.suppress(BaseException):
                 stream.flush()
         os._exit(code)
-
-
-def reseed_after_fork() -> None:
-    """In a process just forked: the random state of :data:`RESEEDED`'s loaded modules drawn from the
-    OS again, as their import in a new interpreter draws it (else every child draws the numbers its
-    siblings draw). Registered by the server before it imports anything, so its children run it,
-    and so do the processes they fork."""
-    for name in RESEEDED:
-        module = sys.modules.get(name)
-        if module is not None:
-            module.seed()  # no argument: from the OS
 
 
 def _show_as(command: Sequence[str]) -> None:
@@ -424,11 +383,13 @@ def main(argv: list[str]) -> int:
         from setproctitle import getproctitle
 
         getproctitle()
+    gc.disable()  # no collections while importing: their garbage is collected once, below
     for module in (*PRELOAD, *args.modules):
         try:
             importlib.import_module(module)
         except Exception as exc:  # a child imports it itself, as a new interpreter would
             print(f"widehouse fork server: {module} not preloaded: {exc}", file=sys.stderr)
+    freeze_preloaded()
     Server(listener, own_env, (MODULE_PREFIX, *args.allow)).serve()
     return 0
 

@@ -54,8 +54,9 @@ PYTHON_PRELOAD = ("widehouse.stream.spark.source", "widehouse.stream.transform",
 server (:mod:`widehouse.spark.fork_server`) while the JVM starts: the groups' sources (every process
 unpickles them), the transform the reading tasks run, and pandas, which pyarrow imports as a task
 builds its first output (~0.3 core-s a worker otherwise; its numpy random state is drawn again in
-each fork). Not the Pulsar client's library: a fork server must not load it (its ``FORK_UNSAFE``);
-the warm-up imports it into each worker (:mod:`widehouse.stream.spark.warmup`)."""
+each fork). Not the Pulsar client's library, which a fork server must not load
+(:data:`widehouse.spark.fork_state.FORK_UNSAFE`): the warm-up imports it into each worker
+(:mod:`widehouse.stream.spark.warmup`)."""
 QUERY_MODULES = (
     "widehouse.stream.spark.batch",
     "widehouse.stream.spark.handover",
