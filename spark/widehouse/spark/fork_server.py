@@ -54,6 +54,7 @@ from typing import NoReturn
 
 from widehouse.private import others_could_change, private_dir
 from widehouse.spark import fork_launcher
+from widehouse.spark.environ import environ_set
 from widehouse.spark.fork_launcher import PROTOCOL, SERVER
 from widehouse.spark.fork_state import FORK_UNSAFE, freeze_preloaded, reseed_after_fork, thread_count
 
@@ -530,17 +531,8 @@ def serving(server: ForkServer | None) -> Iterator[None]:
             log.warning("the fork server %s did not start: Spark's Python processes start cold", server.name)
         yield
         return
-    wanted = {"PYSPARK_PYTHON": str(server.launcher), SERVER: server.name}
-    before = {name: os.environ.get(name) for name in wanted}
-    os.environ.update(wanted)
-    try:
+    with environ_set({"PYSPARK_PYTHON": str(server.launcher), SERVER: server.name}):
         yield
-    finally:
-        for name, value in before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def is_launcher(path: str | None, python: str | None = None) -> bool:

@@ -38,6 +38,7 @@ from widehouse.errors import ConfigError, SetupError
 from widehouse.private import others_could_change, private_dir
 from widehouse.services.spark_cluster import spark_home as installed_spark_home
 from widehouse.settings import Settings
+from widehouse.spark.environ import environ_set
 
 log = logging.getLogger("widehouse.spark")
 
@@ -130,15 +131,5 @@ def spark_home_of(environ: Mapping[str, str]) -> Iterator[None]:
     """Inside it, this process's ``SPARK_HOME`` is ``environ``'s, as pyspark reads it when it starts
     the driver JVM (``$SPARK_HOME/bin/spark-submit``, with this process's environment); restored after."""
     wanted = environ.get("SPARK_HOME")
-    before = os.environ.get("SPARK_HOME")
-    if wanted is None or wanted == before:
+    with environ_set({} if wanted is None else {"SPARK_HOME": wanted}):
         yield
-        return
-    os.environ["SPARK_HOME"] = wanted
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop("SPARK_HOME", None)
-        else:
-            os.environ["SPARK_HOME"] = before
