@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -134,13 +135,25 @@ def test_a_childs_path_is_a_new_interpreters() -> None:
 def served(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[tuple[fork_server.ForkServer, Path]]:
     """A fork server of this interpreter (pyspark's daemon preloaded, modules ``forkprobe*`` allowed)
     and the dir the probe module is in; numpy's BLAS single-threaded, as a driver starts it."""
+    with _serving(monkeypatch, tmp_path, "xml.dom.minidom") as server:
+        yield server, tmp_path / "probe"
+
+
+@contextmanager
+def _serving(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, preload: str
+) -> Iterator[fork_server.ForkServer]:
+    """A fork server preloading ``preload``, modules ``forkprobe*`` allowed, the probe in
+    ``tmp_path/probe``; numpy's BLAS single-threaded, as a driver starts it."""
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
     (tmp_path / "probe").mkdir()
     (tmp_path / "probe" / "forkprobe.py").write_text(PROBE)
-    server = fork_server.start(tmp_path / "forks", [], ("xml.dom.minidom",), allow=("forkprobe",))
+    server = fork_server.start(tmp_path / "forks", [], (preload,), allow=("forkprobe",))
     assert server is not None and server.wait_ready()
-    yield server, tmp_path / "probe"
-    server.stop()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 def _launch(
@@ -349,17 +362,10 @@ def test_a_server_with_pulsars_library_loaded_declines(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """Children forked after the Pulsar C++ client loaded name their readers alike (ConsumerBusy)."""
-    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
-    (tmp_path / "probe").mkdir()
-    (tmp_path / "probe" / "forkprobe.py").write_text(PROBE)
-    server = fork_server.start(tmp_path / "forks", [], ("_pulsar",), allow=("forkprobe",))
-    assert server is not None and server.wait_ready()
-    try:
+    with _serving(monkeypatch, tmp_path, "_pulsar") as server:
         launched = _launch(server, tmp_path / "probe", tmp_path)
         assert launched.wait(timeout=30) == 0
         assert _probe(tmp_path)["pid"] == launched.pid  # the real interpreter, not a fork
-    finally:
-        server.stop()
 
 
 def test_numpys_random_state_is_drawn_again_in_every_fork(
@@ -368,12 +374,7 @@ def test_numpys_random_state_is_drawn_again_in_every_fork(
     """A server that loaded numpy's random module (pandas does) still forks, and each child draws its
     own numbers, as a new interpreter's import would, and so does each process a child forks (as
     pyspark's daemon forks its workers)."""
-    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
-    (tmp_path / "probe").mkdir()
-    (tmp_path / "probe" / "forkprobe.py").write_text(PROBE)
-    server = fork_server.start(tmp_path / "forks", [], ("numpy.random",), allow=("forkprobe",))
-    assert server is not None and server.wait_ready()
-    try:
+    with _serving(monkeypatch, tmp_path, "numpy.random") as server:
         seen = []
         for name in ("first.json", "second.json"):
             launched = _launch(
@@ -384,5 +385,3 @@ def test_numpys_random_state_is_drawn_again_in_every_fork(
         assert [s["ppid"] for s in seen] == [server.process.pid] * 2  # forked, not declined
         assert seen[0]["numpy"] != seen[1]["numpy"]  # two siblings
         assert all(s["numpy_after"] != s["numpy_grandchild"] for s in seen)  # a child and its own fork
-    finally:
-        server.stop()
