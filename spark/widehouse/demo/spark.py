@@ -21,7 +21,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -235,6 +235,23 @@ class _Publisher(threading.Thread):
             self.finished_at = time.time()
 
 
+def caught_up(rows: Sequence[Sequence[Any]], groups: int, finished: float, sent: int | None) -> bool:
+    """Whether the streams have read all that was published, from each group's progress ``rows``
+    (group, lag of its last batch, its last batch's planning time, messages read, bad, late).
+
+    Every group must report and its last batch must have left no lag. That alone is not enough: a
+    batch planned before publishing ended may have missed what came after it. So either every
+    group's last batch was planned after publishing ended (``finished``, epoch seconds), or the
+    groups together read every message the publisher sent (``sent``). Without the second, a last
+    batch planned between the last message and the publisher's end (it still writes its manifest)
+    read everything, and no batch followed it: the demo waited for its drain timeout (10 minutes)
+    for nothing."""
+    if len(rows) != groups or any(row[1] != 0 for row in rows):
+        return False
+    planned_after = all(row[2].replace(tzinfo=dt.UTC).timestamp() > finished for row in rows)
+    return planned_after or (sent is not None and sum(row[3] for row in rows) >= sent)
+
+
 def _watch(app: Any, publisher: _Publisher, options: DemoOptions, say: Say) -> None:
     """Print progress every ~10 s; return once publishing ended and every group caught up."""
     client = app.clickhouse()
@@ -262,10 +279,8 @@ def _watch(app: Any, publisher: _Publisher, options: DemoOptions, say: Say) -> N
             return
         finished = publisher.finished_at or time.time()
         deadline = deadline or time.monotonic() + options.drain_timeout
-        caught_up = len(rows) == len(app.groups) and all(
-            r[1] == 0 and r[2].replace(tzinfo=dt.UTC).timestamp() > finished for r in rows
-        )
-        if caught_up:
+        sent = publisher.manifest.counts().sent if publisher.manifest is not None else None
+        if caught_up(rows, len(app.groups), finished, sent):
             return
         if time.monotonic() > deadline:
             say("  the streams did not catch up in time; reporting what they wrote")
