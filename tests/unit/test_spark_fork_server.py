@@ -115,6 +115,15 @@ def test_runtime_variables_may_differ() -> None:
     assert refusal(wanted, OWN, threads=1) is None
 
 
+def test_the_pulsar_client_loaded_declines_and_numpys_random_does_not() -> None:
+    """What the server has loaded (its ``sys.modules``): a library whose random state cannot be
+    drawn again stops it forking; numpy's, drawn again in every fork, does not."""
+    wanted = _request("-m", "pyspark.daemon", **OWN)
+    reason = refusal(wanted, OWN, threads=1, loaded={"_pulsar": None, "pyarrow": None})
+    assert reason is not None and "_pulsar" in reason and "pyarrow" not in reason
+    assert refusal(wanted, OWN, threads=1, loaded={"numpy.random": None, "pandas": None}) is None
+
+
 def test_a_childs_path_is_a_new_interpreters() -> None:
     own_path = ["/server/cwd", "/spark/pyspark.zip", "/spark/py4j.zip", "/usr/lib/python311.zip", "/site"]
     wanted = Request(

@@ -47,7 +47,7 @@ import struct
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
@@ -155,11 +155,12 @@ def refusal(
     own_env: Mapping[str, str],
     threads: int,
     allowed: Sequence[str] = (MODULE_PREFIX,),
-    loaded: Sequence[str] = (),
+    loaded: Container[str] = (),
 ) -> str | None:
     """Why a child of this server would not be what ``python <request.argv>`` would be, or is not
     one it serves; None: fork. ``own_env`` is the environment the server started with, ``threads``
-    its threads now, ``allowed`` the prefixes of the modules it runs."""
+    its threads now, ``allowed`` the prefixes of the modules it runs, ``loaded`` the modules loaded
+    in it (its ``sys.modules``)."""
     argv = request.argv
     if len(argv) < 2 or argv[0] != "-m" or not argv[1].startswith(tuple(allowed)):
         return f"runs {' '.join(argv[:2])!r}, not `-m {MODULE_PREFIX}...`"
@@ -324,8 +325,7 @@ class Server:
             print(f"widehouse fork server: a request not served: {exc}", file=sys.stderr)
             conn.close()
             return None
-        loaded = [name for name in FORK_UNSAFE if name in sys.modules]
-        reason = refusal(request, self.own_env, thread_count(), self.allowed, loaded)
+        reason = refusal(request, self.own_env, thread_count(), self.allowed, sys.modules)
         if reason is not None:
             if reason not in self.declined:  # once per reason: the launcher starts Python itself
                 self.declined.add(reason)
