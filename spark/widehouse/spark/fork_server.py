@@ -34,7 +34,6 @@ before. Cluster masters never use it (their executors start their own Python).
 from __future__ import annotations
 
 import contextlib
-import gc
 import hashlib
 import logging
 import marshal
@@ -56,7 +55,7 @@ from widehouse.private import others_could_change, private_dir
 from widehouse.spark import fork_launcher
 from widehouse.spark.environ import environ_set
 from widehouse.spark.fork_launcher import PROTOCOL, SERVER
-from widehouse.spark.fork_state import FORK_UNSAFE, freeze_preloaded, reseed_after_fork, thread_count
+from widehouse.spark.fork_state import FORK_UNSAFE, frozen_after, reseed_after_fork, thread_count
 
 log = logging.getLogger(__name__)
 
@@ -384,13 +383,12 @@ def main(argv: list[str]) -> int:
         from setproctitle import getproctitle
 
         getproctitle()
-    gc.disable()  # no collections while importing: their garbage is collected once, below
-    for module in (*PRELOAD, *args.modules):
-        try:
-            importlib.import_module(module)
-        except Exception as exc:  # a child imports it itself, as a new interpreter would
-            print(f"widehouse fork server: {module} not preloaded: {exc}", file=sys.stderr)
-    freeze_preloaded()
+    with frozen_after():  # out of the children's collections
+        for module in (*PRELOAD, *args.modules):
+            try:
+                importlib.import_module(module)
+            except Exception as exc:  # a child imports it itself, as a new interpreter would
+                print(f"widehouse fork server: {module} not preloaded: {exc}", file=sys.stderr)
     Server(listener, own_env, (MODULE_PREFIX, *args.allow)).serve()
     return 0
 

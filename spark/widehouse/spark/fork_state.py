@@ -7,7 +7,7 @@ what a new interpreter would have (:mod:`widehouse.spark.fork_server`).
   to every child. numpy's global state is drawn again after each fork (:data:`RESEEDED`,
   :func:`reseed_after_fork`); a library whose state no one can draw again stops the server forking
   (:data:`FORK_UNSAFE`).
-- The collector: the preloaded objects are frozen (:func:`freeze_preloaded`), so the children's
+- The collector: the preloaded objects are frozen (:func:`frozen_after`), so the children's
   collections do not write to, and copy, the pages that hold them.
 """
 
@@ -17,6 +17,8 @@ import gc
 import os
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 FORK_UNSAFE = ("_pulsar",)
@@ -64,13 +66,20 @@ def reseed_after_fork() -> None:
             module.seed()  # no argument: from the OS
 
 
-def freeze_preloaded() -> None:
-    """Collect the imports' garbage, then move every object left (the preloaded modules) out of the
-    collector's reach, and collect as usual from then on (children inherit that). Else each child's
-    first collections walk the preloaded objects and write their headers, copying every page that
-    holds one (copy-on-write): with pandas, most of the server's memory, in every process Spark
-    starts and every worker its daemons fork. What a child allocates is collected as in a new
-    interpreter; the frozen objects are the imported modules, which live as long in either."""
-    gc.collect()
-    gc.freeze()
-    gc.enable()
+@contextmanager
+def frozen_after() -> Iterator[None]:
+    """Import the preloaded modules inside it: no collections while they import; after, their
+    garbage is collected once, every object left (the preloaded modules) is moved out of the
+    collector's reach (``gc.freeze``), and it collects as usual again, which children inherit.
+    Else each child's first collections walk the preloaded objects and write their headers,
+    copying every page that holds one (copy-on-write): with pandas, most of the server's memory,
+    in every process Spark starts and every worker its daemons fork. What a child allocates is
+    collected as in a new interpreter; the frozen objects are the imported modules, which live as
+    long in either."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.collect()
+        gc.freeze()
+        gc.enable()
